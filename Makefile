@@ -1,0 +1,66 @@
+# Everdict — `make demo` for a first run, `make test` for the suite.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
+# The first Python >= 3.11 on the PATH.
+PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
+	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
+
+.PHONY: install test lint test-sqlite test-postgres demo serve bench browser-deps node-deps clean
+
+$(VENV)/.installed: pyproject.toml
+	@test -n "$(PYTHON)" || { echo "Python >= 3.11 is required"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+# Debian's chromium for the browser tests (never a downloaded browser build).
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "Installing Debian's chromium for the browser tests"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+		|| echo "chromium could not be installed: browser tests will be skipped"; }
+
+# Node 22 and the MCP Inspector, under var/node (not global), for the third-party MCP check.
+node-deps:
+	@test -x var/node/node_modules/.bin/mcp-inspector || { \
+		mkdir -p var/node && cd var/node && \
+		( test -f package.json || echo '{"private": true}' > package.json ) && \
+		npm install --silent --no-audit --no-fund node@22 @modelcontextprotocol/inspector@latest >/dev/null 2>&1 \
+		|| echo "MCP Inspector could not be installed: its test will be skipped"; }
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy .
+
+test-sqlite: install
+	$(VENV)/bin/pytest
+
+test-postgres: install
+	@if $(PY) -c "import psycopg,sys; psycopg.connect('$(TEST_DATABASE_URL)', connect_timeout=3).close()" 2>/dev/null; then \
+		DATABASE_URL='$(TEST_DATABASE_URL)' $(VENV)/bin/pytest; \
+	elif [ -n "$$REQUIRE_POSTGRES" ]; then \
+		echo "PostgreSQL at $(TEST_DATABASE_URL) is required (REQUIRE_POSTGRES is set) but unreachable"; exit 1; \
+	else \
+		echo "PostgreSQL at $(TEST_DATABASE_URL) is unreachable: skipping the PostgreSQL pass"; \
+	fi
+
+test: install browser-deps node-deps lint test-sqlite test-postgres
+
+demo: install
+	$(PY) -m everdict.demo
+
+serve: install
+	$(PY) manage.py migrate --noinput
+	$(VENV)/bin/daphne -b 127.0.0.1 -p 8000 everdict.asgi:application
+
+bench: install
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) var build *.egg-info

@@ -1,0 +1,23 @@
+"""JSON errors for every API failure: a 4xx with a reason, never an HTML 500 for bad input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import exceptions
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from everdict.errors import ServiceError
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, ServiceError):
+        body = exc.detail if isinstance(exc.detail, dict) else {"detail": exc.detail}
+        return Response(body, status=exc.status)
+    if isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(
+            exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
+        )
+    return drf_exception_handler(exc, context)

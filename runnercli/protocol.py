@@ -1,0 +1,147 @@
+"""The wire contract between the server and the runner: one definition, both sides.
+
+Imports nothing of the server; the server imports it from here. Models the server
+receives forbid extra fields, so a runner cannot smuggle in provenance or a score.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+PROTOCOL_VERSION = 1
+
+MAX_OUTPUT_BYTES = 1024 * 1024
+MAX_STDERR_TAIL_BYTES = 64 * 1024
+MAX_LOG_LINES_PER_CALL = 500
+MAX_LOG_LINE_BYTES = 8 * 1024
+MAX_STATUS_CHARS = 200
+MAX_WAIT_MS = 30_000
+MAX_JOBS_PER_LEASE = 32
+
+CAPABILITY_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")
+PLACEHOLDER_RE = re.compile(r"\{(input\.[A-Za-z0-9_.-]+|case\.key)\}")
+
+Capability = Annotated[str, Field(pattern=CAPABILITY_RE.pattern)]
+
+
+class _Received(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Grader(_Received):
+    type: Literal["exact", "contains", "regex", "json_equals", "exit_code"]
+    field: str | None = Field(default=None, max_length=200)
+
+
+class HarnessSpec(_Received):
+    """How to run one case: an argv (never a shell), its environment, limits and grader."""
+
+    command: list[Annotated[str, Field(max_length=4096)]] = Field(min_length=1, max_length=256)
+    env: dict[str, Annotated[str, Field(max_length=4096)]] = Field(default_factory=dict)
+    timeout_s: int = Field(default=600, ge=1, le=24 * 3600)
+    capabilities: list[Capability] = Field(default_factory=list, max_length=32)
+    output: Literal["text", "json"] = "text"
+    grader: Grader = Field(default_factory=lambda: Grader(type="exact"))
+
+    @field_validator("command")
+    @classmethod
+    def _program_is_named(cls, command: list[str]) -> list[str]:
+        if not command[0].strip():
+            raise ValueError("command[0] must name a program")
+        return command
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, env: dict[str, str]) -> dict[str, str]:
+        for name in env:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", name):
+                raise ValueError(f"invalid environment variable name: {name!r}")
+        return env
+
+
+class CaseRef(BaseModel):
+    key: str
+    input: Any = None
+
+
+class HarnessRef(BaseModel):
+    name: str
+    version: int
+    spec: HarnessSpec
+
+
+class CaseJob(BaseModel):
+    """One case to run, as the runner receives it. Never carries the expected answer."""
+
+    job_id: int
+    attempt_id: int
+    lease_epoch: int
+    run_id: int
+    workspace: str
+    submitted_by: str
+    case: CaseRef
+    harness: HarnessRef
+    capabilities: list[str] = Field(default_factory=list)
+    timeout_s: int
+
+
+class Lease(BaseModel):
+    job_id: int
+    lease_epoch: int
+    lease_ttl_ms: int
+    heartbeat_ms: int
+
+
+class LeaseReply(BaseModel):
+    job: CaseJob | None = None
+    lease: Lease | None = None
+    update_required: bool = False
+
+
+class RunnerInfo(_Received):
+    os: str = Field(default="", max_length=100)
+    python: str = Field(default="", max_length=100)
+    runnercli_version: str = Field(default="", max_length=50)
+
+
+class CaseResult(_Received):
+    """What the runner reports for one case. The server scores it and stamps provenance."""
+
+    status: Literal["completed", "error", "timeout", "canceled"]
+    exit_code: int | None = None
+    output: str = ""
+    stderr_tail: str = ""
+    duration_ms: int = Field(default=0, ge=0)
+    usage: dict[str, Any] | None = None
+    runner_info: RunnerInfo = Field(default_factory=RunnerInfo)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> CaseResult:
+        if len(self.output.encode()) > MAX_OUTPUT_BYTES:
+            raise ValueError(f"output exceeds {MAX_OUTPUT_BYTES} bytes")
+        if len(self.stderr_tail.encode()) > MAX_STDERR_TAIL_BYTES:
+            raise ValueError(f"stderr_tail exceeds {MAX_STDERR_TAIL_BYTES} bytes")
+        if self.usage is not None and len(repr(self.usage)) > 16 * 1024:
+            raise ValueError("usage exceeds 16 KiB")
+        return self
+
+
+class Ack(BaseModel):
+    accepted: bool
+    reason: str = ""
+
+
+class HeartbeatAck(Ack):
+    cancel: bool = False
+
+
+class Hello(BaseModel):
+    runner_id: int
+    label: str
+    owner: str
+    server_protocol: int
+    update_required: bool
+

@@ -1,0 +1,200 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class RunnerQuerySet(models.QuerySet["Runner"]):
+    def owned_by(self, user: object) -> RunnerQuerySet:
+        return self.filter(owner=user)
+
+    def active(self) -> RunnerQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+    def online(self) -> RunnerQuerySet:
+        return self.active().filter(last_seen_at__gte=Runner.online_since())
+
+
+class Runner(models.Model):
+    """A member's own machine, paired once. Owned by a user; serves all their workspaces."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runners"
+    )
+    label = models.CharField(max_length=100)
+    os = models.CharField(max_length=100, blank=True)
+    capabilities = models.JSONField(default=list, blank=True)
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    token_prefix = models.CharField(max_length=16)
+    workspace = models.ForeignKey(
+        "scorecards.Workspace",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The workspace it was paired from (informative; it serves all of them).",
+    )
+    connected_at = models.DateTimeField(default=timezone.now)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = RunnerQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["label", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.label} (#{self.pk})"
+
+    @staticmethod
+    def online_since() -> object:
+        return timezone.now() - timedelta(seconds=settings.EVERDICT_PRESENCE_WINDOW_S)
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    @property
+    def is_online(self) -> bool:
+        return (
+            not self.is_revoked
+            and self.last_seen_at is not None
+            and self.last_seen_at >= self.online_since()  # type: ignore[operator]
+        )
+
+    def has_capabilities(self, required: list[str]) -> bool:
+        return set(required) <= set(self.capabilities or [])
+
+
+class JobStatus(models.TextChoices):
+    PENDING = "pending"
+    QUEUED = "queued"
+    LEASED = "leased"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELED = "canceled"
+
+
+TERMINAL_JOB_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELED)
+ACTIVE_JOB_STATUSES = (JobStatus.QUEUED, JobStatus.LEASED)
+
+
+class RunnerJob(models.Model):
+    """One case of one run in the lease queue, keyed by (owner, runner|any).
+
+    The queue knows jobs, leases and fences; the run is a lazy reference and the case
+    travels as an opaque payload, so nothing here knows what a case or a score is.
+    """
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    # Null means `self:any`: any of the owner's runners with the capabilities.
+    runner = models.ForeignKey(
+        Runner, null=True, blank=True, on_delete=models.CASCADE, related_name="pinned_jobs"
+    )
+    run = models.ForeignKey("scorecards.Run", on_delete=models.CASCADE, related_name="jobs")
+    seq = models.PositiveIntegerField(help_text="Admission order within the run.")
+    case_key = models.CharField(max_length=200)
+    payload = models.JSONField(help_text="The case job sent to the runner, minus the lease.")
+    required_capabilities = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)
+    lease_epoch = models.PositiveIntegerField(default=0)
+    leased_by = models.ForeignKey(
+        Runner, null=True, blank=True, on_delete=models.SET_NULL, related_name="leased_jobs"
+    )
+    leased_until = models.DateTimeField(null=True, blank=True)
+    current_attempt = models.ForeignKey(
+        "JobAttempt", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    max_attempts = models.PositiveIntegerField(default=3)
+    created_at = models.DateTimeField(default=timezone.now)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    reason = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        indexes = [
+            # The claim walks only queued rows, oldest first: finished rows never slow it.
+            models.Index(
+                fields=["owner", "created_at", "id"],
+                condition=Q(status="queued"),
+                name="runnerjob_claim",
+            ),
+            models.Index(
+                fields=["leased_until"], condition=Q(status="leased"), name="runnerjob_leased"
+            ),
+            models.Index(
+                fields=["queued_at"], condition=Q(status="queued"), name="runnerjob_idle"
+            ),
+            models.Index(fields=["run", "status", "seq"], name="runnerjob_run_status"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "seq"], name="runnerjob_run_seq_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"job {self.pk} ({self.case_key}, {self.status})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_JOB_STATUSES
+
+
+class AttemptStatus(models.TextChoices):
+    EXECUTING = "executing"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    EXPIRED = "expired"
+    SUPERSEDED = "superseded"
+    CANCELED = "canceled"
+
+
+class JobAttempt(models.Model):
+    """The ledger: one row per physical execution of a job, named by its lease epoch."""
+
+    job = models.ForeignKey(RunnerJob, on_delete=models.CASCADE, related_name="attempt_set")
+    epoch = models.PositiveIntegerField()
+    runner = models.ForeignKey(Runner, null=True, on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(
+        max_length=16, choices=AttemptStatus.choices, default=AttemptStatus.EXECUTING
+    )
+    started_at = models.DateTimeField(default=timezone.now)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    reason = models.CharField(max_length=500, blank=True)
+    result_digest = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["job_id", "epoch"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "epoch"], name="jobattempt_job_epoch_unique"),
+            # At most one executing attempt per job, enforced by the database itself.
+            models.UniqueConstraint(
+                fields=["job"],
+                condition=Q(status="executing"),
+                name="jobattempt_one_executing",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"attempt {self.epoch} of job {self.job_id} ({self.status})"
+
+
+class JobLogLine(models.Model):
+    """A log line pushed by the runner for a job; its id is the run log's sequence number."""
+
+    job = models.ForeignKey(RunnerJob, on_delete=models.CASCADE, related_name="log_lines")
+    run = models.ForeignKey("scorecards.Run", on_delete=models.CASCADE, related_name="log_lines")
+    epoch = models.PositiveIntegerField()
+    at = models.DateTimeField(default=timezone.now)
+    line = models.TextField()
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["run", "id"], name="joblogline_run_seq")]
+
+    def __str__(self) -> str:
+        return self.line[:80]

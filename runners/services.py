@@ -1,0 +1,85 @@
+"""Runner pairing, authentication and revocation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from everdict import tokens
+from everdict.errors import NotFound
+from runners.models import Runner
+
+
+@dataclass(frozen=True)
+class PairedRunner:
+    runner: Runner
+    token: str
+
+
+def runner_pair(
+    *,
+    owner: Any,
+    label: str,
+    os: str = "",
+    capabilities: list[str] | None = None,
+    workspace: Any = None,
+) -> PairedRunner:
+    """Pair a new runner for `owner`; the token is returned here and never again."""
+    token = tokens.new_secret(tokens.RUNNER_TOKEN_PREFIX)
+    runner = Runner.objects.create(
+        owner=owner,
+        label=label,
+        os=os,
+        capabilities=sorted(set(capabilities or [])),
+        token_hash=tokens.digest(token),
+        token_prefix=tokens.display_prefix(token),
+        workspace=workspace,
+    )
+    return PairedRunner(runner=runner, token=token)
+
+
+def runner_authenticate(token: str) -> Runner | None:
+    """Return the active runner for a presented `rnr_` token, or None (revoked, unknown)."""
+    if not token.startswith(tokens.RUNNER_TOKEN_PREFIX):
+        return None
+    runner = (
+        Runner.objects.active()
+        .select_related("owner")
+        .filter(token_hash=tokens.digest(token))
+        .first()
+    )
+    if runner is None or not tokens.matches(token, runner.token_hash):
+        return None
+    if not runner.owner.is_active:
+        return None
+    return runner
+
+
+def runner_get(*, owner: Any, runner_id: int) -> Runner:
+    """Return one of the owner's runners; anyone else's is NotFound, never Forbidden."""
+    runner = Runner.objects.owned_by(owner).filter(pk=runner_id).first()
+    if runner is None:
+        raise NotFound("Runner not found.")
+    return runner
+
+
+@transaction.atomic
+def runner_revoke(*, owner: Any, runner_id: int) -> Runner:
+    """Revoke a runner: its token stops working at once.
+
+    The `self:any` jobs it held go back to the queue for the owner's other runners; jobs
+    pinned to it are left for the scheduler to settle as "runner revoked".
+    """
+    from runners import queue  # the queue imports this module's models only
+
+    runner = runner_get(owner=owner, runner_id=runner_id)
+    if runner.revoked_at is None:
+        Runner.objects.filter(pk=runner.pk, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+        runner.refresh_from_db()
+        queue.jobs_release_from(runner=runner)
+    return runner

@@ -1,0 +1,242 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class Role(models.TextChoices):
+    OWNER = "owner"
+    ADMIN = "admin"
+    MEMBER = "member"
+    VIEWER = "viewer"
+
+
+# Each role can do what the ones after it can.
+ROLE_RANK = {Role.VIEWER: 0, Role.MEMBER: 1, Role.ADMIN: 2, Role.OWNER: 3}
+
+
+class WorkspaceQuerySet(models.QuerySet["Workspace"]):
+    def visible_to(self, user: object) -> WorkspaceQuerySet:
+        return self.filter(memberships__user=user)
+
+
+class Workspace(models.Model):
+    slug = models.SlugField(max_length=50, unique=True)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+    # Runs per calendar month; null means unlimited.
+    run_quota = models.PositiveIntegerField(null=True, blank=True)
+    budget_usd = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    budget_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    spent_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
+    spent_tokens = models.PositiveBigIntegerField(default=0)
+
+    objects = WorkspaceQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Membership(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "user"], name="membership_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.workspace} ({self.role})"
+
+    def allows(self, role: str) -> bool:
+        return ROLE_RANK[Role(self.role)] >= ROLE_RANK[Role(role)]
+
+
+class HarnessVersion(models.Model):
+    """An immutable version of a harness: how to run one case."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="harnesses")
+    name = models.CharField(max_length=100)
+    version = models.PositiveIntegerField()
+    spec = models.JSONField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["workspace_id", "name", "-version"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "name", "version"], name="harnessversion_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+    @property
+    def capabilities(self) -> list[str]:
+        return list(self.spec.get("capabilities", []))
+
+
+class DatasetVersion(models.Model):
+    """An immutable version of a dataset: cases with expected outputs."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="datasets")
+    name = models.CharField(max_length=100)
+    version = models.PositiveIntegerField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    case_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["workspace_id", "name", "-version"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "name", "version"], name="datasetversion_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+
+class Case(models.Model):
+    dataset = models.ForeignKey(DatasetVersion, on_delete=models.CASCADE, related_name="cases")
+    position = models.PositiveIntegerField()
+    key = models.CharField(max_length=200)
+    input = models.JSONField(default=dict)
+    expected = models.JSONField(null=True)
+
+    class Meta:
+        ordering = ["dataset_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "key"], name="case_key_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELED = "canceled"
+
+
+TERMINAL_RUN_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELED)
+
+
+class RunQuerySet(models.QuerySet["Run"]):
+    def visible_to(self, user: object) -> RunQuerySet:
+        return self.filter(workspace__memberships__user=user)
+
+
+class Run(models.Model):
+    """A scorecard run: one harness version over one dataset version on a runtime."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="runs")
+    harness = models.ForeignKey(HarnessVersion, on_delete=models.PROTECT, related_name="runs")
+    dataset = models.ForeignKey(DatasetVersion, on_delete=models.PROTECT, related_name="runs")
+    runtime = models.CharField(max_length=50)
+    # The resolved runner for `self:<id>`; null for `self:any`.
+    runner = models.ForeignKey(
+        "runners.Runner", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    concurrency = models.PositiveIntegerField(default=1)
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="runs"
+    )
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["workspace", "created_at"], name="run_ws_created")]
+
+    def __str__(self) -> str:
+        return f"run {self.pk}"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_RUN_STATUSES
+
+
+class EventLevel(models.TextChoices):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+class RunEvent(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    at = models.DateTimeField(default=timezone.now)
+    level = models.CharField(max_length=10, choices=EventLevel.choices, default=EventLevel.INFO)
+    message = models.CharField(max_length=1000)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class Verdict(models.TextChoices):
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"
+
+
+class CaseResult(models.Model):
+    """The settled outcome of one case of a run, scored by the server."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
+    case = models.ForeignKey(Case, on_delete=models.PROTECT, related_name="+")
+    attempt = models.ForeignKey(
+        "runners.JobAttempt", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    runner = models.ForeignKey(
+        "runners.Runner", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    verdict = models.CharField(max_length=10, choices=Verdict.choices)
+    score = models.FloatField(default=0.0)
+    status = models.CharField(max_length=20)
+    output = models.TextField(blank=True)
+    error = models.CharField(max_length=1000, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    stderr_tail = models.TextField(blank=True)
+    duration_ms = models.PositiveIntegerField(default=0)
+    usage = models.JSONField(null=True, blank=True)
+    provenance = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run_id", "case__position"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "case"], name="caseresult_unique"),
+            models.CheckConstraint(
+                condition=Q(score__gte=0.0) & Q(score__lte=1.0), name="caseresult_score_range"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.case} {self.verdict}"

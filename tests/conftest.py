@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+
+
+@pytest.fixture
+def alice(db: Any) -> Any:
+    return get_user_model().objects.create_user("alice", password="alice-pw")
+
+
+@pytest.fixture
+def bob(db: Any) -> Any:
+    return get_user_model().objects.create_user("bob", password="bob-pw")
+
+
+@pytest.fixture
+def charlie(db: Any) -> Any:
+    return get_user_model().objects.create_user("charlie", password="charlie-pw")
+
+
+@pytest.fixture
+def workspace(alice: Any, bob: Any) -> Any:
+    """Workspace `acme`: alice owns it, bob is a member, charlie is outside."""
+    from scorecards.models import Membership, Role
+    from scorecards.workspaces import workspace_create
+
+    ws = workspace_create(user=alice, slug="acme", name="Acme")
+    Membership.objects.create(workspace=ws, user=bob, role=Role.MEMBER)
+    return ws
+
+
+@pytest.fixture
+def live_server(transactional_db: Any, tmp_path: Any) -> Any:
+    """A real daphne process on a free port over the test database."""
+    from tests.live import daphne
+
+    with daphne(tmp_path, EVERDICT_LEASE_TTL_S=5) as server:
+        yield server

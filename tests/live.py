@@ -1,0 +1,151 @@
+"""Real processes for end-to-end tests: daphne, the scheduler and the runner CLI."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_database_url() -> str:
+    """The URL of the database the test process is using, for the child processes."""
+    settings_dict = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{settings_dict['NAME']}"
+    user = settings_dict.get("USER") or "postgres"
+    password = settings_dict.get("PASSWORD") or ""
+    auth = f"{user}:{password}@" if password else f"{user}@"
+    host = settings_dict.get("HOST") or "127.0.0.1"
+    port = settings_dict.get("PORT") or 5432
+    return f"postgres://{auth}{host}:{port}/{settings_dict['NAME']}"
+
+
+def server_env(**overrides: Any) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        {
+            "DATABASE_URL": test_database_url(),
+            "DJANGO_SETTINGS_MODULE": "everdict.settings",
+            "PYTHONUNBUFFERED": "1",
+            "EVERDICT_WAKE_RECHECK_S": "0.5",
+        }
+    )
+    env.update({k: str(v) for k, v in overrides.items()})
+    return env
+
+
+class Proc:
+    def __init__(self, popen: subprocess.Popen[bytes], log: Path) -> None:
+        self.popen = popen
+        self.log = log
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10) -> int | None:
+        if self.popen.poll() is None:
+            try:
+                os.killpg(self.popen.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait(5)
+        return self.popen.returncode
+
+
+def spawn(args: list[str], log: Path, env: dict[str, str], cwd: Path = ROOT) -> Proc:
+    handle = log.open("wb")
+    popen = subprocess.Popen(
+        args, cwd=cwd, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    return Proc(popen, log)
+
+
+def wait_http(url: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2)  # noqa: S310
+            return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"{url} did not answer within {timeout}s")
+
+
+class LiveServer:
+    def __init__(self, proc: Proc, port: int) -> None:
+        self.proc = proc
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+
+
+@contextmanager
+def daphne(tmp_path: Path, **env: Any) -> Iterator[LiveServer]:
+    port = free_port()
+    proc = spawn(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+         "everdict.asgi:application"],
+        tmp_path / f"daphne-{port}.log",
+        server_env(**env),
+    )
+    try:
+        wait_http(f"http://127.0.0.1:{port}/healthz")
+        yield LiveServer(proc, port)
+    finally:
+        proc.stop()
+
+
+@contextmanager
+def scheduler(tmp_path: Path, **env: Any) -> Iterator[Proc]:
+    proc = spawn(
+        [sys.executable, "manage.py", "scheduler", "--interval", "0.2"],
+        tmp_path / f"scheduler-{time.monotonic_ns()}.log",
+        server_env(**env),
+    )
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def runner_cli(tmp_path: Path, args: list[str], name: str = "runner", **env: Any) -> Proc:
+    """Start `python -m runnercli …` as a member would, with its own config file."""
+    child_env = dict(os.environ)
+    child_env.update(
+        {
+            "PYTHONUNBUFFERED": "1",
+            "EVERDICT_RUNNER_CONFIG": str(tmp_path / f"{name}.json"),
+            "NO_COLOR": "1",
+        }
+    )
+    child_env.pop("DJANGO_SETTINGS_MODULE", None)
+    child_env.update({k: str(v) for k, v in env.items()})
+    return spawn([sys.executable, "-m", "runnercli", *args], tmp_path / f"{name}.log", child_env)
