@@ -8,4 +8,6 @@ urlpatterns = [
     path("", include("everdict.api_routes")),
     path("", include("runners.api_routes")),
     path("", include("scorecards.api_routes")),
+    path("", include("scorecards.api_catalog_routes")),
+    path("", include("scorecards.api_run_routes")),
 ]

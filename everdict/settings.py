@@ -51,6 +51,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    # Swagger UI and Redoc assets served locally: the docs page works offline.
+    "drf_spectacular_sidecar",
     "channels",
     "everdict",
     "runners",
@@ -103,13 +105,19 @@ try:
     }
 except (ValueError, ImproperlyConfigured) as exc:
     raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from exc
+# Lets several test sessions share a machine without sharing a test database.
+_TEST_DB_SUFFIX = env.str("EVERDICT_TEST_DB_SUFFIX", default="")
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(_SQLITE_OPTIONS)
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+    # A file, not :memory:, so end-to-end tests' server processes see the same data.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test{_TEST_DB_SUFFIX}.sqlite3")}
     VAR_DIR.mkdir(exist_ok=True)
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"]["CONN_MAX_AGE"] = _int("DB_CONN_MAX_AGE", 60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    DATABASES["default"]["TEST"] = {
+        "NAME": f"test_{DATABASES['default']['NAME']}{_TEST_DB_SUFFIX}"
+    }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -160,6 +168,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Workspaces, harnesses, datasets, scorecard runs and self-hosted runners.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 LOGGING = {

@@ -1,0 +1,573 @@
+"""The lease queue: jobs keyed by (owner, runner | any), leases fenced by (job, epoch).
+
+These primitives change queue state and return what they changed; they never write
+results or run state. Callers that settle a job (scorecards) wrap them in their own
+transaction together with what they record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Count, F, Q
+from django.utils import timezone
+
+from runners import wakeup
+from runners.models import (
+    AttemptStatus,
+    JobAttempt,
+    JobLogLine,
+    JobStatus,
+    Runner,
+    RunnerJob,
+)
+from runners.presence import runner_touch
+from runnercli.protocol import (
+    MAX_JOBS_PER_LEASE,
+    MAX_WAIT_MS,
+    Ack,
+    CaseJob,
+    HeartbeatAck,
+    Lease,
+)
+
+# SQLite has no JSON containment: claims filter a batch of candidates in Python.
+_SQLITE_CANDIDATE_BATCH = 200
+
+
+def lease_ttl() -> timedelta:
+    return timedelta(seconds=settings.EVERDICT_LEASE_TTL_S)
+
+
+@dataclass(frozen=True)
+class LeasedJob:
+    job: RunnerJob
+    attempt: JobAttempt
+
+    @property
+    def case_job(self) -> CaseJob:
+        return CaseJob(
+            job_id=self.job.pk,
+            attempt_id=self.attempt.pk,
+            lease_epoch=self.job.lease_epoch,
+            **self.job.payload,
+        )
+
+    @property
+    def lease(self) -> Lease:
+        ttl_ms = settings.EVERDICT_LEASE_TTL_S * 1000
+        return Lease(
+            job_id=self.job.pk,
+            lease_epoch=self.job.lease_epoch,
+            lease_ttl_ms=ttl_ms,
+            heartbeat_ms=max(ttl_ms // 3, 100),
+        )
+
+
+@dataclass
+class Settlement:
+    """What a fenced settling call did. `job` is set whenever the job exists for the caller."""
+
+    accepted: bool
+    reason: str = ""
+    job: RunnerJob | None = None
+    duplicate: bool = False
+    requeued: bool = False
+    ended: bool = False
+
+    def ack(self) -> Ack:
+        return Ack(accepted=self.accepted, reason=self.reason)
+
+
+@dataclass
+class Ended:
+    """Jobs a queue primitive ended, for the caller to record results for."""
+
+    jobs: list[RunnerJob] = field(default_factory=list)
+    requeued: list[RunnerJob] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------- claims
+
+
+def runner_capabilities_update(*, runner: Runner, capabilities: Sequence[str]) -> None:
+    """Store the capabilities the runner reports now, when they changed."""
+    wanted = sorted(set(capabilities))
+    if wanted != list(runner.capabilities or []):
+        Runner.objects.filter(pk=runner.pk).update(capabilities=wanted)
+        runner.capabilities = wanted
+
+
+def job_lease(
+    *,
+    runner: Runner,
+    capabilities: Sequence[str] | None = None,
+    status: str = "",
+    max_jobs: int = 1,
+) -> list[LeasedJob]:
+    """Claim up to `max_jobs` of the oldest claimable jobs for this runner, in one transaction.
+
+    Each claim bumps the job's epoch, supersedes the attempt the job names if it is still
+    executing, inserts the new executing attempt and points the job at it. All or nothing:
+    a claim whose ledger write fails rolls back and leaves the job claimable.
+    """
+    if capabilities is not None:
+        runner_capabilities_update(runner=runner, capabilities=capabilities)
+    runner_touch(runner=runner, status=status)
+    limit = max(1, min(max_jobs, MAX_JOBS_PER_LEASE))
+    with transaction.atomic():
+        jobs = _claimable(runner, limit)
+        if not jobs:
+            return []
+        return _grant(runner, jobs)
+
+
+def _claimable_filter(runner: Runner) -> Q:
+    return Q(status=JobStatus.QUEUED, owner_id=runner.owner_id) & (
+        Q(runner_id=runner.pk) | Q(runner__isnull=True)
+    )
+
+
+def _claimable(runner: Runner, limit: int) -> list[RunnerJob]:
+    base = RunnerJob.objects.filter(_claimable_filter(runner)).order_by("created_at", "id")
+    if connection.vendor == "postgresql":
+        # The partial index on (owner, created_at, id) WHERE status='queued' serves this;
+        # SKIP LOCKED lets concurrent claimers pass each other instead of queueing.
+        return list(
+            base.filter(required_capabilities__contained_by=list(runner.capabilities or []))
+            .select_for_update(skip_locked=True, of=("self",))[:limit]
+        )
+    # SQLite: the IMMEDIATE transaction already holds the single write lock.
+    have = set(runner.capabilities or [])
+    found: list[RunnerJob] = []
+    offset = 0
+    while len(found) < limit:
+        batch = list(base[offset : offset + _SQLITE_CANDIDATE_BATCH])
+        found.extend(j for j in batch if set(j.required_capabilities or []) <= have)
+        if len(batch) < _SQLITE_CANDIDATE_BATCH:
+            break
+        offset += _SQLITE_CANDIDATE_BATCH
+    return found[:limit]
+
+
+def _grant(runner: Runner, jobs: list[RunnerJob]) -> list[LeasedJob]:
+    now = timezone.now()
+    predecessors = [j.current_attempt_id for j in jobs if j.current_attempt_id]
+    if predecessors:
+        JobAttempt.objects.filter(pk__in=predecessors, status=AttemptStatus.EXECUTING).update(
+            status=AttemptStatus.SUPERSEDED, ended_at=now, reason="superseded by a new lease"
+        )
+    for job in jobs:
+        job.lease_epoch += 1
+        job.attempts += 1
+    attempts = JobAttempt.objects.bulk_create(
+        [JobAttempt(job=j, epoch=j.lease_epoch, runner=runner, started_at=now) for j in jobs]
+    )
+    until = now + lease_ttl()
+    for job, attempt in zip(jobs, attempts, strict=True):
+        job.status = JobStatus.LEASED
+        job.leased_by = runner
+        job.leased_until = until
+        job.current_attempt = attempt
+    if len(jobs) == 1:
+        job = jobs[0]
+        # Conditional on the state we read: under SQLite's single writer this is the claim.
+        claimed = RunnerJob.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
+            status=JobStatus.LEASED,
+            leased_by=runner,
+            leased_until=until,
+            lease_epoch=job.lease_epoch,
+            attempts=job.attempts,
+            current_attempt=job.current_attempt,
+        )
+        if claimed != 1:
+            raise RuntimeError("claimed job changed under its lock")
+    else:
+        RunnerJob.objects.bulk_update(
+            jobs, ["status", "leased_by", "leased_until", "lease_epoch", "attempts", "current_attempt"]
+        )
+    return [LeasedJob(job=j, attempt=a) for j, a in zip(jobs, attempts, strict=True)]
+
+
+async def job_lease_wait(
+    *,
+    runner: Runner,
+    capabilities: Sequence[str] | None = None,
+    status: str = "",
+    wait_ms: int = 0,
+    max_jobs: int = 1,
+) -> list[LeasedJob]:
+    """Long-poll: claim at once if a job is claimable, else park until woken or `wait_ms`.
+
+    The claim happens only when about to answer; if the caller is cancelled while a claim
+    is completing, the claimed jobs go back to the queue instead of leaking a lease.
+    """
+    deadline = time.monotonic() + max(0, min(wait_ms, MAX_WAIT_MS)) / 1000
+    recheck = wakeup.recheck_interval()
+    wakeup.listener.ensure_started()
+    claim = database_sync_to_async(job_lease)
+    while True:
+        with wakeup.hub.waiting(runner.owner_id) as event:
+            task = asyncio.ensure_future(
+                claim(runner=runner, capabilities=capabilities, status=status, max_jobs=max_jobs)
+            )
+            try:
+                leased = await asyncio.shield(task)
+            except asyncio.CancelledError:
+                leased = await task
+                for grant in leased:
+                    await database_sync_to_async(job_release)(
+                        runner=runner, job_id=grant.job.pk, lease_epoch=grant.job.lease_epoch
+                    )
+                raise
+            remaining = deadline - time.monotonic()
+            if leased or remaining <= 0:
+                return leased
+            # Later rounds only re-check; the capabilities were stored by the first.
+            capabilities = None
+            event.clear()
+            try:
+                await asyncio.wait_for(event.wait(), min(remaining, recheck))
+            except TimeoutError:
+                pass
+
+
+def job_release(*, runner: Runner, job_id: int, lease_epoch: int) -> bool:
+    """Give back a lease that never reached its caller: the job is claimable again at once."""
+    now = timezone.now()
+    with transaction.atomic():
+        job = _locked_job(job_id)
+        if job is None or not _holds(job, runner, lease_epoch):
+            return False
+        JobAttempt.objects.filter(pk=job.current_attempt_id).update(
+            status=AttemptStatus.SUPERSEDED, ended_at=now, reason="lease not delivered"
+        )
+        RunnerJob.objects.filter(pk=job.pk).update(
+            status=JobStatus.QUEUED,
+            leased_by=None,
+            leased_until=None,
+            attempts=F("attempts") - 1,
+        )
+        wakeup.notify_owners([job.owner_id])
+    return True
+
+
+# ------------------------------------------------------------------------ fencing
+
+
+def _locked_job(job_id: int) -> RunnerJob | None:
+    return RunnerJob.objects.select_for_update(of=("self",)).filter(pk=job_id).first()
+
+
+def _holds(job: RunnerJob, runner: Runner, lease_epoch: int) -> bool:
+    return (
+        job.status == JobStatus.LEASED
+        and job.leased_by_id == runner.pk
+        and job.lease_epoch == lease_epoch
+    )
+
+
+def _refusal(job: RunnerJob | None, runner: Runner, lease_epoch: int) -> str:
+    """Say why a fenced call is refused, without revealing anyone else's jobs."""
+    if job is None or job.owner_id != runner.owner_id:
+        return "unknown job"
+    if job.leased_by_id != runner.pk or job.lease_epoch != lease_epoch:
+        return f"stale lease: epoch {lease_epoch} is no longer this runner's lease of the job"
+    if job.status == JobStatus.CANCELED:
+        return "canceled"
+    return f"job is {job.status}"
+
+
+def job_heartbeat(
+    *, runner: Runner, job_id: int, lease_epoch: int, status: str = ""
+) -> HeartbeatAck:
+    """Extend the lease for its current holder only; tell a canceled job's holder to stop."""
+    runner_touch(runner=runner, status=status)
+    until = timezone.now() + lease_ttl()
+    extended = RunnerJob.objects.filter(
+        pk=job_id, status=JobStatus.LEASED, leased_by=runner, lease_epoch=lease_epoch
+    ).update(leased_until=until)
+    if extended == 1:
+        return HeartbeatAck(accepted=True)
+    job = RunnerJob.objects.filter(pk=job_id).first()
+    reason = _refusal(job, runner, lease_epoch)
+    return HeartbeatAck(accepted=False, cancel=reason == "canceled", reason=reason)
+
+
+def job_report_log(
+    *, runner: Runner, job_id: int, lease_epoch: int, lines: Sequence[str]
+) -> Ack:
+    """Append log lines to the job's run, read from the lease, never from the caller."""
+    job = (
+        RunnerJob.objects.filter(
+            pk=job_id, status=JobStatus.LEASED, leased_by=runner, lease_epoch=lease_epoch
+        )
+        .only("pk", "run_id")
+        .first()
+    )
+    if job is None:
+        found = RunnerJob.objects.filter(pk=job_id).first()
+        return Ack(accepted=False, reason=_refusal(found, runner, lease_epoch))
+    now = timezone.now()
+    JobLogLine.objects.bulk_create(
+        [JobLogLine(job_id=job.pk, run_id=job.run_id, epoch=lease_epoch, at=now, line=line)
+         for line in lines]
+    )
+    return Ack(accepted=True)
+
+
+def job_settle(
+    *,
+    runner: Runner,
+    job_id: int,
+    lease_epoch: int,
+    succeeded: bool,
+    result_digest: str,
+    reason: str = "",
+) -> Settlement:
+    """End the fenced attempt with a reported result. Call inside the caller's transaction.
+
+    The same result sent again by the attempt that settled the job is a duplicate:
+    accepted, and nothing changes.
+    """
+    job = _locked_job(job_id)
+    if job is None or not _holds(job, runner, lease_epoch):
+        if (
+            job is not None
+            and job.status in (JobStatus.SUCCEEDED, JobStatus.FAILED)
+            and job.leased_by_id == runner.pk
+            and job.lease_epoch == lease_epoch
+            and JobAttempt.objects.filter(
+                pk=job.current_attempt_id, result_digest=result_digest
+            ).exists()
+        ):
+            return Settlement(accepted=True, reason="duplicate", job=job, duplicate=True)
+        return Settlement(accepted=False, reason=_refusal(job, runner, lease_epoch))
+    now = timezone.now()
+    job.status = JobStatus.SUCCEEDED if succeeded else JobStatus.FAILED
+    job.finished_at = now
+    job.leased_until = None
+    job.reason = reason[:500]
+    RunnerJob.objects.filter(pk=job.pk).update(
+        status=job.status, finished_at=now, leased_until=None, reason=job.reason
+    )
+    JobAttempt.objects.filter(pk=job.current_attempt_id).update(
+        status=AttemptStatus.SUCCEEDED if succeeded else AttemptStatus.FAILED,
+        ended_at=now,
+        result_digest=result_digest,
+        reason=reason[:500],
+    )
+    return Settlement(accepted=True, job=job, ended=True)
+
+
+def job_fail(
+    *, runner: Runner, job_id: int, lease_epoch: int, message: str, retryable: bool = False
+) -> Settlement:
+    """End the fenced attempt as failed: requeue it when retryable and attempts remain."""
+    job = _locked_job(job_id)
+    if job is None or not _holds(job, runner, lease_epoch):
+        return Settlement(accepted=False, reason=_refusal(job, runner, lease_epoch))
+    now = timezone.now()
+    JobAttempt.objects.filter(pk=job.current_attempt_id).update(
+        status=AttemptStatus.FAILED, ended_at=now, reason=message[:500]
+    )
+    if retryable and job.attempts < job.max_attempts:
+        _requeue(job, now)
+        return Settlement(accepted=True, job=job, requeued=True)
+    _end(job, JobStatus.FAILED, message, now)
+    return Settlement(accepted=True, job=job, ended=True)
+
+
+def _requeue(job: RunnerJob, now: datetime) -> None:
+    job.status = JobStatus.QUEUED
+    job.leased_by = None
+    job.leased_until = None
+    job.queued_at = now
+    RunnerJob.objects.filter(pk=job.pk).update(
+        status=JobStatus.QUEUED, leased_by=None, leased_until=None, queued_at=now
+    )
+    wakeup.notify_owners([job.owner_id])
+
+
+def _end(job: RunnerJob, status: str, reason: str, now: datetime) -> None:
+    job.status = status
+    job.finished_at = now
+    job.leased_until = None
+    job.reason = reason[:500]
+    RunnerJob.objects.filter(pk=job.pk).update(
+        status=status, finished_at=now, leased_until=None, reason=job.reason
+    )
+
+
+# ------------------------------------------------------------- admission and sweeps
+
+
+def jobs_admit(*, run_id: int, limit: int) -> int:
+    """Move up to `limit` of the run's pending jobs to the queue, in order."""
+    if limit <= 0:
+        return 0
+    ids = list(
+        RunnerJob.objects.filter(run_id=run_id, status=JobStatus.PENDING)
+        .order_by("seq")
+        .values_list("pk", flat=True)[:limit]
+    )
+    if not ids:
+        return 0
+    admitted = RunnerJob.objects.filter(pk__in=ids, status=JobStatus.PENDING).update(
+        status=JobStatus.QUEUED, queued_at=timezone.now()
+    )
+    owner_ids = RunnerJob.objects.filter(pk__in=ids).values_list("owner_id", flat=True)[:1]
+    wakeup.notify_owners(owner_ids)
+    return admitted
+
+
+def run_job_counts(run_id: int) -> dict[str, int]:
+    rows = (
+        RunnerJob.objects.filter(run_id=run_id)
+        .values("status")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    counts = {status: 0 for status in JobStatus.values}
+    counts.update({row["status"]: row["n"] for row in rows})
+    return counts
+
+
+def lease_expire_one(*, now: datetime | None = None) -> Ended | None:
+    """Expire one lease whose holder went silent: requeue it, or fail it when out of attempts.
+
+    Returns None when there is nothing to expire. Safe with several schedulers: the row is
+    locked with SKIP LOCKED and re-checked.
+    """
+    now = now or timezone.now()
+    job = (
+        RunnerJob.objects.select_for_update(skip_locked=True, of=("self",))
+        .filter(status=JobStatus.LEASED, leased_until__lt=now)
+        .order_by("leased_until")
+        .first()
+    )
+    if job is None:
+        return None
+    JobAttempt.objects.filter(pk=job.current_attempt_id, status=AttemptStatus.EXECUTING).update(
+        status=AttemptStatus.EXPIRED, ended_at=now, reason="no heartbeat within the lease"
+    )
+    if job.attempts < job.max_attempts:
+        _requeue(job, now)
+        return Ended(requeued=[job])
+    _end(job, JobStatus.FAILED, f"lease expired after {job.attempts} attempts", now)
+    return Ended(jobs=[job])
+
+
+def jobs_idle_expire_one(*, now: datetime | None = None) -> tuple[RunnerJob, Ended] | None:
+    """Fail one run's jobs when one of them sat queued past the idle timeout: no runner.
+
+    Fails that job and the run's other queued and pending jobs; returns the job that timed
+    out (for the message) and every job ended.
+    """
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.EVERDICT_QUEUE_IDLE_TIMEOUT_S)
+    job = (
+        RunnerJob.objects.select_for_update(skip_locked=True, of=("self",))
+        .filter(status=JobStatus.QUEUED, queued_at__lt=cutoff)
+        .order_by("queued_at")
+        .first()
+    )
+    if job is None:
+        return None
+    ended = list(
+        RunnerJob.objects.select_for_update(of=("self",))
+        .filter(run_id=job.run_id, status__in=(JobStatus.QUEUED, JobStatus.PENDING))
+        .order_by("seq")
+    )
+    RunnerJob.objects.filter(pk__in=[j.pk for j in ended]).update(
+        status=JobStatus.FAILED, finished_at=now, reason="no_runner"
+    )
+    for j in ended:
+        j.status, j.finished_at, j.reason = JobStatus.FAILED, now, "no_runner"
+    return job, Ended(jobs=ended)
+
+
+def jobs_of_revoked_runner_one() -> Ended | None:
+    """End the open jobs of one run pinned to a revoked runner ("runner revoked")."""
+    job = (
+        RunnerJob.objects.filter(
+            runner__revoked_at__isnull=False,
+            status__in=(JobStatus.PENDING, JobStatus.QUEUED, JobStatus.LEASED),
+        )
+        .only("pk", "run_id", "runner_id")
+        .first()
+    )
+    if job is None:
+        return None
+    now = timezone.now()
+    ended = list(
+        RunnerJob.objects.select_for_update(of=("self",)).filter(
+            run_id=job.run_id,
+            runner_id=job.runner_id,
+            status__in=(JobStatus.PENDING, JobStatus.QUEUED, JobStatus.LEASED),
+        )
+    )
+    executing = [j.current_attempt_id for j in ended if j.status == JobStatus.LEASED]
+    JobAttempt.objects.filter(pk__in=executing, status=AttemptStatus.EXECUTING).update(
+        status=AttemptStatus.FAILED, ended_at=now, reason="runner revoked"
+    )
+    RunnerJob.objects.filter(pk__in=[j.pk for j in ended]).update(
+        status=JobStatus.FAILED, finished_at=now, leased_until=None, reason="runner revoked"
+    )
+    for j in ended:
+        j.status, j.finished_at, j.reason = JobStatus.FAILED, now, "runner revoked"
+    return Ended(jobs=ended)
+
+
+def jobs_cancel(*, run_id: int) -> list[RunnerJob]:
+    """Cancel the run's open jobs. A leased job's holder learns it on its next heartbeat."""
+    now = timezone.now()
+    jobs = list(
+        RunnerJob.objects.select_for_update(of=("self",)).filter(
+            run_id=run_id,
+            status__in=(JobStatus.PENDING, JobStatus.QUEUED, JobStatus.LEASED),
+        )
+    )
+    executing = [j.current_attempt_id for j in jobs if j.status == JobStatus.LEASED]
+    JobAttempt.objects.filter(pk__in=executing, status=AttemptStatus.EXECUTING).update(
+        status=AttemptStatus.CANCELED, ended_at=now, reason="canceled"
+    )
+    # leased_by and the epoch stay, so the holder's heartbeat is answered `cancel: true`.
+    RunnerJob.objects.filter(pk__in=[j.pk for j in jobs]).update(
+        status=JobStatus.CANCELED, finished_at=now, leased_until=None, reason="canceled"
+    )
+    return jobs
+
+
+def jobs_release_from(*, runner: Runner) -> list[RunnerJob]:
+    """Requeue the `self:any` jobs a runner holds (it was revoked); its attempts are left to
+    be superseded by the next claim. Jobs pinned to it are not touched."""
+    jobs = list(
+        RunnerJob.objects.select_for_update(of=("self",)).filter(
+            status=JobStatus.LEASED, leased_by=runner, runner__isnull=True
+        )
+    )
+    if jobs:
+        RunnerJob.objects.filter(pk__in=[j.pk for j in jobs]).update(
+            status=JobStatus.QUEUED, leased_by=None, leased_until=None, queued_at=timezone.now()
+        )
+        wakeup.notify_owners([runner.owner_id])
+    return jobs
+
+
+def claim_plan(*, runner: Runner) -> list[Any]:
+    """Return the database's plan for the claim query (for tests and benchmarks)."""
+    base = (
+        RunnerJob.objects.filter(_claimable_filter(runner))
+        .filter(required_capabilities__contained_by=list(runner.capabilities or []))
+        .order_by("created_at", "id")[:1]
+    )
+    return [base.explain()]
