@@ -41,7 +41,8 @@ _RunReply = inline_serializer(
 
 _LogLine = inline_serializer(
     "RunLogLine",
-    {
+    many=True,
+    fields={
         "seq": serializers.IntegerField(),
         "at": serializers.DateTimeField(),
         "case": serializers.CharField(),
@@ -68,7 +69,7 @@ class RunDetailView(APIView):
 class RunLogsView(APIView):
     @extend_schema(
         parameters=[OpenApiParameter("after", int, description="Return lines after this seq.")],
-        responses=_LogLine(many=True),
+        responses=_LogLine,
     )
     def get(self, request: Request, run_id: int) -> Response:
         after = request.query_params.get("after", "0")
