@@ -1,14 +1,32 @@
-"""ASGI entry point: Django for HTTP pages and the API, /mcp for the MCP gateway."""
+"""ASGI entry point: Django pages and API, /mcp for the MCP gateway, run pages' WebSocket."""
 
 from __future__ import annotations
 
 import os
 
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "everdict.settings")
-django_asgi_app = get_asgi_application()
+# Django first: the apps must be loaded before anything imports models.
+# Static files (admin, API docs, page assets) are served by the app itself, so a bare
+# `daphne everdict.asgi:application` needs no separate web server.
+django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from mcpgateway.asgi import route_mcp  # noqa: E402
+from scorecards.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        # /mcp (and /mcp/) → the MCP gateway; every other path → Django.
+        "http": route_mcp(django_asgi_app),
+        # The live run pages: session-authenticated, same-origin sockets only.
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)

@@ -140,6 +140,15 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
+# Overridable so test suites can use a fast hasher for their fixture users.
+PASSWORD_HASHERS = env.list(
+    "PASSWORD_HASHERS",
+    default=[
+        "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+        "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+        "django.contrib.auth.hashers.ScryptPasswordHasher",
+    ],
+)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"

@@ -83,6 +83,16 @@ TERMINAL_JOB_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCEL
 ACTIVE_JOB_STATUSES = (JobStatus.QUEUED, JobStatus.LEASED)
 
 
+class JobBatch(models.Model):
+    """What a dispatch's jobs share (harness, workspace, submitter), stored once, not per job."""
+
+    payload = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"batch {self.pk}"
+
+
 class RunnerJob(models.Model):
     """One case of one run in the lease queue, keyed by (owner, runner|any).
 
@@ -98,7 +108,8 @@ class RunnerJob(models.Model):
     run = models.ForeignKey("scorecards.Run", on_delete=models.CASCADE, related_name="jobs")
     seq = models.PositiveIntegerField(help_text="Admission order within the run.")
     case_key = models.CharField(max_length=200)
-    payload = models.JSONField(help_text="The case job sent to the runner, minus the lease.")
+    batch = models.ForeignKey(JobBatch, on_delete=models.CASCADE, related_name="jobs")
+    payload = models.JSONField(help_text="This job's part of the case job (its case).")
     required_capabilities = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)
     lease_epoch = models.PositiveIntegerField(default=0)

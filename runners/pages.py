@@ -1,5 +1,13 @@
 from __future__ import annotations
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from runners import views
+
+urlpatterns = [
+    path("account/", views.account, name="account"),
+    path("account/runners/pair", views.runner_pair_view, name="runner-pair"),
+    path("account/runners/<int:runner_id>/revoke", views.runner_revoke_view, name="runner-revoke"),
+    path("account/api-keys/create", views.api_key_create_view, name="api-key-create"),
+    path("account/api-keys/<int:key_id>/revoke", views.api_key_revoke_view, name="api-key-revoke"),
+]

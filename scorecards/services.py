@@ -39,7 +39,6 @@ from scorecards.workspaces import membership_for, require_role
 
 RUNTIME_RE = re.compile(r"^self:(any|\d{1,18})$")
 MAX_CONCURRENCY = 256
-_JOB_BULK_BATCH = 2000
 OFFLINE_HINT = "start it with `python -m runnercli run`"
 
 
@@ -81,9 +80,7 @@ def runtime_resolve(*, user: Any, runtime: str, capabilities: list[str]) -> Targ
         raise NotFound(f"Runner {which} not found among your runners.")
     missing = sorted(set(capabilities) - set(runner.capabilities or []))
     if missing:
-        raise Invalid(
-            {"runtime": [f"Runner {runner.label!r} lacks the capabilities {missing}."]}
-        )
+        raise Invalid({"runtime": [f"Runner {runner.label!r} lacks the capabilities {missing}."]})
     return Target(runner=runner, candidates=[runner])
 
 
@@ -153,7 +150,6 @@ def run_start(
             )
         if count == 0:
             _run_complete(run, now)
-        wakeup.notify_owners([user.pk])
     return run
 
 
@@ -164,39 +160,34 @@ def _target_name(target: Target) -> str:
 
 
 def _park_jobs(run: Run, spec: HarnessSpec, target: Target, now: datetime) -> int:
-    """Insert one job per case in bulk; the first `concurrency` are queued at once."""
-    common = {
+    """Queue one job per case; the first `concurrency` are admitted at once."""
+    shared = {
         "run_id": run.pk,
         "workspace": run.workspace.slug,
         "submitted_by": run.submitted_by.get_username(),
-        "harness": {"name": run.harness.name, "version": run.harness.version, "spec": run.harness.spec},
+        "harness": {
+            "name": run.harness.name,
+            "version": run.harness.version,
+            "spec": run.harness.spec,
+        },
         "capabilities": spec.capabilities,
         "timeout_s": spec.timeout_s,
     }
-    max_attempts = settings.EVERDICT_MAX_ATTEMPTS
-    jobs = []
-    cases = Case.objects.filter(dataset=run.dataset).order_by("position").values_list(
-        "key", "input"
+    # Read in full first: on PostgreSQL the jobs are written with COPY, and a connection
+    # cannot read from a server-side cursor while a COPY is in progress.
+    cases = list(
+        Case.objects.filter(dataset=run.dataset).order_by("position").values_list("key", "input")
     )
-    for seq, (key, case_input) in enumerate(cases.iterator(chunk_size=_JOB_BULK_BATCH)):
-        queued = seq < run.concurrency
-        jobs.append(
-            RunnerJob(
-                owner_id=run.submitted_by_id,
-                runner=target.runner,
-                run=run,
-                seq=seq,
-                case_key=key,
-                payload={**common, "case": {"key": key, "input": case_input}},
-                required_capabilities=spec.capabilities,
-                status=JobStatus.QUEUED if queued else JobStatus.PENDING,
-                max_attempts=max_attempts,
-                created_at=now,
-                queued_at=now if queued else None,
-            )
-        )
-    RunnerJob.objects.bulk_create(jobs, batch_size=_JOB_BULK_BATCH)
-    return len(jobs)
+    return queue.jobs_park(
+        owner_id=run.submitted_by_id,
+        runner_id=target.runner.pk if target.runner else None,
+        run_id=run.pk,
+        shared=shared,
+        cases=cases,
+        required_capabilities=spec.capabilities,
+        admit=run.concurrency,
+        max_attempts=settings.EVERDICT_MAX_ATTEMPTS,
+    )
 
 
 # ------------------------------------------------------------------ settling
@@ -226,9 +217,7 @@ def provenance_for(runner: Runner, run: Run) -> dict[str, str]:
     }
 
 
-def result_submit(
-    *, runner: Runner, job_id: int, lease_epoch: int, result: CaseResult
-) -> Ack:
+def result_submit(*, runner: Runner, job_id: int, lease_epoch: int, result: CaseResult) -> Ack:
     """Accept a fenced result: settle the attempt, score it, record it, advance the run."""
     digest = _result_digest(result)
     with transaction.atomic():
@@ -418,9 +407,7 @@ def _no_runner_message(run: Run) -> str:
         who = f"runner {run.runner.label} (#{run.runner.pk}) was {state}"
     else:
         runners = list(Runner.objects.owned_by(run.submitted_by).active())
-        listed = ", ".join(
-            f"{r.label} ({'online' if r.is_online else 'offline'})" for r in runners
-        )
+        listed = ", ".join(f"{r.label} ({'online' if r.is_online else 'offline'})" for r in runners)
         who = f"none of {run.submitted_by.get_username()}'s runners took it: {listed or 'none'}"
     return f"no_runner: no runner leased this case within {waited}s — {who}"
 
@@ -486,9 +473,12 @@ def scheduler_complete_one_run() -> bool:
         return False
     with transaction.atomic():
         run = Run.objects.select_for_update(of=("self",)).get(pk=run_id)
-        if run.is_terminal or run.jobs.filter(
-            status__in=(JobStatus.PENDING, JobStatus.QUEUED, JobStatus.LEASED)
-        ).exists():
+        if (
+            run.is_terminal
+            or run.jobs.filter(
+                status__in=(JobStatus.PENDING, JobStatus.QUEUED, JobStatus.LEASED)
+            ).exists()
+        ):
             return True
         _run_complete(run, timezone.now())
     return True

@@ -6,6 +6,18 @@ import pytest
 from django.contrib.auth import get_user_model
 
 
+FAST_HASHERS = [
+    "django.contrib.auth.hashers.MD5PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+]
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings: Any) -> None:
+    # Fixture users are created per test; the production hasher is slow by design.
+    settings.PASSWORD_HASHERS = FAST_HASHERS
+
+
 @pytest.fixture
 def alice(db: Any) -> Any:
     return get_user_model().objects.create_user("alice", password="alice-pw")

@@ -47,6 +47,8 @@ def server_env(**overrides: Any) -> dict[str, str]:
             "DJANGO_SETTINGS_MODULE": "everdict.settings",
             "PYTHONUNBUFFERED": "1",
             "EVERDICT_WAKE_RECHECK_S": "0.5",
+            "PASSWORD_HASHERS": "django.contrib.auth.hashers.MD5PasswordHasher,"
+            "django.contrib.auth.hashers.PBKDF2PasswordHasher",
         }
     )
     env.update({k: str(v) for k, v in overrides.items()})

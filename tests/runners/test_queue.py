@@ -45,7 +45,9 @@ def executing_attempts(job_id: int) -> int:
     return JobAttempt.objects.filter(job_id=job_id, status=AttemptStatus.EXECUTING).count()
 
 
-def test_it_admits_only_concurrency_jobs_and_admits_the_next_on_settle(alice: Any, laptop: Any) -> None:
+def test_it_admits_only_concurrency_jobs_and_admits_the_next_on_settle(
+    alice: Any, laptop: Any
+) -> None:
     run = start(alice, laptop, concurrency=2)
     statuses = list(run.jobs.order_by("seq").values_list("status", flat=True))
     assert statuses == [JobStatus.QUEUED, JobStatus.QUEUED, JobStatus.PENDING]
@@ -54,7 +56,9 @@ def test_it_admits_only_concurrency_jobs_and_admits_the_next_on_settle(alice: An
     assert grant.case_job.case.key == "c0"
     assert "expected" not in grant.case_job.model_dump()["case"]
     ack = result_submit(
-        runner=laptop, job_id=grant.job.pk, lease_epoch=grant.job.lease_epoch,
+        runner=laptop,
+        job_id=grant.job.pk,
+        lease_epoch=grant.job.lease_epoch,
         result=completed("hello 0\n"),
     )
     assert ack.accepted
@@ -80,7 +84,9 @@ def test_it_scores_the_result_and_stamps_provenance_on_the_server(alice: Any, la
     for _ in range(3):
         grant = lease_one(laptop)
         result_submit(
-            runner=laptop, job_id=grant.job.pk, lease_epoch=grant.job.lease_epoch,
+            runner=laptop,
+            job_id=grant.job.pk,
+            lease_epoch=grant.job.lease_epoch,
             result=completed(outputs[grant.job.case_key] + "\n"),
         )
     run.refresh_from_db()
@@ -89,7 +95,9 @@ def test_it_scores_the_result_and_stamps_provenance_on_the_server(alice: Any, la
     assert verdicts == {"c0": "pass", "c1": "fail", "c2": "pass"}
     row = CaseResultRow.objects.get(run=run, case__key="c0")
     assert row.provenance == {
-        "ran_on": "self-hosted", "runner": f"{laptop.pk}/laptop", "by": "alice",
+        "ran_on": "self-hosted",
+        "runner": f"{laptop.pk}/laptop",
+        "by": "alice",
     }
     assert row.score == 1.0
 
@@ -176,9 +184,10 @@ def test_max_attempts_of_expired_leases_fails_the_job_as_an_error(
     assert "lease expired after 3 attempts" in job.reason
     result = CaseResultRow.objects.get(run=run, case__key="c0")
     assert result.verdict == "error" and "lease expired" in result.error
-    assert list(JobAttempt.objects.filter(job=job).values_list("status", flat=True)) == [
-        AttemptStatus.EXPIRED
-    ] * 3
+    assert (
+        list(JobAttempt.objects.filter(job=job).values_list("status", flat=True))
+        == [AttemptStatus.EXPIRED] * 3
+    )
 
 
 def test_a_retryable_failure_requeues_and_a_final_one_records_an_error(
@@ -279,7 +288,9 @@ def test_a_job_of_each_workspace_reaches_alices_one_runner(alice: Any, laptop: A
     assert {g.case_job.workspace for g in leased} == {"acme", "beta"}
     for grant in leased:
         result_submit(
-            runner=laptop, job_id=grant.job.pk, lease_epoch=grant.job.lease_epoch,
+            runner=laptop,
+            job_id=grant.job.pk,
+            lease_epoch=grant.job.lease_epoch,
             result=completed(f"hello {grant.job.case_key[1:]}"),
         )
     assert CaseResultRow.objects.get(run=run_b).run.workspace.slug == "beta"

@@ -30,9 +30,7 @@ def bearer(user: Any) -> dict[str, str]:
     return {"HTTP_AUTHORIZATION": f"Bearer {api_key_create(user=user).key}"}
 
 
-def test_bob_cannot_target_alices_runner_even_as_admin(
-    alice: Any, bob: Any, laptop: Any
-) -> None:
+def test_bob_cannot_target_alices_runner_even_as_admin(alice: Any, bob: Any, laptop: Any) -> None:
     Membership.objects.filter(user=bob).update(role=Role.ADMIN)
     with pytest.raises(NotFound):
         start(bob, laptop)
@@ -59,15 +57,11 @@ def test_no_capable_runner_is_a_hard_400(alice: Any, laptop: Any) -> None:
     assert not Run.objects.exists()
 
 
-def test_an_offline_runner_parks_the_jobs_with_one_event_at_once(
-    alice: Any, laptop: Any
-) -> None:
+def test_an_offline_runner_parks_the_jobs_with_one_event_at_once(alice: Any, laptop: Any) -> None:
     run = start(alice, laptop)
     assert run.jobs.count() == 3
     warnings = list(run.events.filter(level="warning").values_list("message", flat=True))
-    assert warnings == [
-        "Runner laptop is offline — start it with `python -m runnercli run`"
-    ]
+    assert warnings == ["Runner laptop is offline — start it with `python -m runnercli run`"]
 
 
 def test_an_online_runner_gets_no_offline_event(alice: Any, laptop: Any) -> None:
@@ -80,20 +74,26 @@ def test_a_self_hosted_run_counts_against_the_quota_but_draws_no_budget(
     alice: Any, laptop: Any
 ) -> None:
     workspace_update(
-        user=alice, slug="acme",
+        user=alice,
+        slug="acme",
         changes={"run_quota": 1, "budget_usd": "10.00", "budget_tokens": 1000},
     )
     spec = {
-        "command": ["python", "-c", "x"], "output": "json",
+        "command": ["python", "-c", "x"],
+        "output": "json",
         "grader": {"type": "contains", "field": "result"},
     }
     suite(alice, spec=spec, name="costly")
     run = start(alice, laptop, harness="costly", dataset="costly")
     grant = queue.job_lease(runner=laptop)[0]
     result_submit(
-        runner=laptop, job_id=grant.job.pk, lease_epoch=1,
-        result=completed('{"result": "hello 0", "total_cost_usd": 0.25, "usage": '
-                         '{"input_tokens": 10, "output_tokens": 5}}'),
+        runner=laptop,
+        job_id=grant.job.pk,
+        lease_epoch=1,
+        result=completed(
+            '{"result": "hello 0", "total_cost_usd": 0.25, "usage": '
+            '{"input_tokens": 10, "output_tokens": 5}}'
+        ),
     )
     ws = Workspace.objects.get(slug="acme")
     assert (ws.spent_usd, ws.spent_tokens) == (0, 0)
@@ -109,22 +109,22 @@ def test_over_quota_is_429_with_the_reason(client: Any, alice: Any, laptop: Any)
     reply = client.post(
         "/api/workspaces/acme/runs",
         {"harness": "echo", "dataset": "echo", "runtime": f"self:{laptop.pk}"},
-        content_type="application/json", **bearer(alice),
+        content_type="application/json",
+        **bearer(alice),
     )
     assert reply.status_code == 429
     assert "quota" in reply.json()["detail"]
 
 
-@pytest.mark.parametrize(
-    "runtime", ["local", "self:", "self:abc", "nomad:x", "", "self:any;drop"]
-)
+@pytest.mark.parametrize("runtime", ["local", "self:", "self:abc", "nomad:x", "", "self:any;drop"])
 def test_an_unknown_runtime_is_400_and_creates_nothing(
     client: Any, alice: Any, laptop: Any, runtime: str
 ) -> None:
     reply = client.post(
         "/api/workspaces/acme/runs",
         {"harness": "echo", "dataset": "echo", "runtime": runtime},
-        content_type="application/json", **bearer(alice),
+        content_type="application/json",
+        **bearer(alice),
     )
     assert reply.status_code == 400
     assert not Run.objects.exists() and not RunnerJob.objects.exists()
@@ -135,13 +135,22 @@ def test_runs_api_reply_shape_logs_and_cancel(client: Any, alice: Any, laptop: A
     created = client.post(
         "/api/workspaces/acme/runs",
         {"harness": "echo", "dataset": "echo", "runtime": f"self:{laptop.pk}", "concurrency": 2},
-        content_type="application/json", **headers,
+        content_type="application/json",
+        **headers,
     )
     assert created.status_code == 201, created.content
     run = created.json()
     assert set(run) >= {
-        "id", "workspace", "status", "runtime", "submitted_by", "created_at", "finished_at",
-        "summary", "events", "results",
+        "id",
+        "workspace",
+        "status",
+        "runtime",
+        "submitted_by",
+        "created_at",
+        "finished_at",
+        "summary",
+        "events",
+        "results",
     }
     assert run["summary"]["total"] == 3 and run["summary"]["pending"] == 3
     grant = queue.job_lease(runner=laptop)[0]
@@ -171,14 +180,17 @@ def test_outsiders_get_404_and_viewers_cannot_start_runs(
     reply = client.post(
         "/api/workspaces/acme/runs",
         {"harness": "echo", "dataset": "echo", "runtime": "self:any"},
-        content_type="application/json", **bearer(charlie),
+        content_type="application/json",
+        **bearer(charlie),
     )
     assert reply.status_code == 403
 
 
 def test_malformed_json_is_400_not_500(client: Any, alice: Any, laptop: Any) -> None:
     reply = client.post(
-        "/api/workspaces/acme/runs", "{not json", content_type="application/json",
+        "/api/workspaces/acme/runs",
+        "{not json",
+        content_type="application/json",
         **bearer(alice),
     )
     assert reply.status_code == 400

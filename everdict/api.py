@@ -1,0 +1,78 @@
+"""REST API for personal API keys: list, create (the key is shown once), revoke."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from everdict.errors import NotFound
+from everdict.models import ApiKey
+from everdict.services import api_key_create, api_key_revoke
+from runners.replies import api_key_items
+
+
+class BearerKeyScheme(OpenApiAuthenticationExtension):
+    """Describe `Authorization: Bearer evk_…` in the OpenAPI schema."""
+
+    target_class = "everdict.authentication.BearerKeyAuthentication"
+    name = "apiKey"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A personal API key (`evk_…`). Runner tokens are refused here.",
+        }
+
+
+class ApiKeyCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+
+
+# The reply shapes, for the schema only: the list is built by runners.replies.
+class ApiKeyItemSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    prefix = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    last_used_at = serializers.DateTimeField(allow_null=True)
+
+
+class IssuedApiKeySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    prefix = serializers.CharField()
+    key = serializers.CharField(help_text="Shown once: only its hash is kept.")
+
+
+class ApiKeyListView(APIView):
+    @extend_schema(responses=ApiKeyItemSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(api_key_items(ApiKey.objects.owned_by(request.user).active()))
+
+    @extend_schema(request=ApiKeyCreateSerializer, responses={201: IssuedApiKeySerializer})
+    def post(self, request: Request) -> Response:
+        body = ApiKeyCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        issued = api_key_create(user=request.user, name=body.validated_data["name"])
+        reply = {
+            "id": issued.api_key.pk,
+            "name": issued.api_key.name,
+            "prefix": issued.api_key.prefix,
+            "key": issued.key,
+        }
+        return Response(reply, status=status.HTTP_201_CREATED)
+
+
+class ApiKeyDetailView(APIView):
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, key_id: int) -> Response:
+        if not api_key_revoke(user=request.user, key_id=key_id):
+            raise NotFound("API key not found.")
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,431 @@
+"""`make demo`: the whole product on one machine, from a fresh clone to a scored run.
+
+Migrates the embedded database, seeds a `demo` workspace (user demo/demo, a harness that
+runs a small local Python script, ten cases of which three fail by design), starts the
+server and the scheduler, pairs a runner on this machine, starts it, dispatches a run to
+it, prints the scorecard and keeps serving until Ctrl-C. Every process it starts runs in
+a process group of its own and is stopped on the way out. A second start reuses what the
+first one seeded.
+
+    python -m everdict.demo [--port 8000] [--state-dir var]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+USERNAME = PASSWORD = "demo"
+WORKSPACE = "demo"
+HARNESS = "demo-echo"
+DATASET = "demo-questions"
+RUNNER_LABEL = "this machine (demo)"
+CONCURRENCY = 2  # the runner is started with --max-concurrent 2 to match
+HOST = "127.0.0.1"
+
+CASES: list[dict[str, Any]] = [
+    {"key": "add", "input": {"task": "add", "a": 17, "b": 25, "prompt": "What is 17 + 25?"},
+     "expected": "42"},
+    {"key": "reverse", "input": {"task": "reverse", "text": "stressed",
+     "prompt": "Reverse the word 'stressed'."}, "expected": "desserts"},
+    {"key": "upper", "input": {"task": "upper", "text": "everdict",
+     "prompt": "Shout 'everdict'."}, "expected": "EVERDICT"},
+    {"key": "capital-france", "input": {"task": "capital", "country": "France",
+     "prompt": "What is the capital of France?"}, "expected": "Paris"},
+    {"key": "capital-australia", "input": {"task": "capital", "country": "Australia",
+     "prompt": "What is the capital of Australia?"}, "expected": "Canberra"},
+    {"key": "vowels", "input": {"task": "vowels", "text": "evaluation",
+     "prompt": "How many vowels are in 'evaluation'?"}, "expected": "6"},
+    {"key": "sort", "input": {"task": "sort", "text": "pear apple fig",
+     "prompt": "Sort: pear apple fig."}, "expected": "apple fig pear"},
+    {"key": "translate", "input": {"task": "translate", "text": "thank you",
+     "prompt": "'thank you' in French?"}, "expected": "merci"},
+    {"key": "power", "input": {"task": "power", "base": 2, "exponent": 10,
+     "prompt": "What is 2 to the power of 10?"}, "expected": "1024"},
+    {"key": "trivia", "input": {"task": "trivia",
+     "prompt": "In which year did the first Moon landing happen?"}, "expected": "1969"},
+]  # fmt: skip
+
+
+def harness_spec() -> dict[str, Any]:
+    """Run the demo harness with this interpreter: no PATH lookup, no shell."""
+    script = Path(__file__).resolve().parent / "demo_harness.py"
+    return {
+        "command": [sys.executable, str(script)],
+        "env": {"PYTHONUNBUFFERED": "1"},
+        "timeout_s": 60,
+        "capabilities": ["python"],
+        "output": "json",
+        "grader": {"type": "contains", "field": "result"},
+    }
+
+
+class DemoError(Exception):
+    """Something the person running the demo must fix; printed without a traceback."""
+
+
+# ------------------------------------------------------------------ seeding
+
+
+def demo_user() -> Any:
+    from django.contrib.auth import get_user_model
+
+    user, _ = get_user_model().objects.get_or_create(username=USERNAME)
+    user.set_password(PASSWORD)  # a second start still logs in with demo/demo
+    user.save()
+    return user
+
+
+def demo_seed(user: Any) -> None:
+    """Create the workspace, harness and dataset, or a new version when they changed."""
+    from runnercli.protocol import HarnessSpec
+    from scorecards.catalog import dataset_create, harness_create
+    from scorecards.models import Case, DatasetVersion, HarnessVersion, Workspace
+    from scorecards.workspaces import workspace_create
+
+    if not Workspace.objects.filter(slug=WORKSPACE).exists():
+        workspace_create(user=user, slug=WORKSPACE, name="Demo")
+    spec = HarnessSpec.model_validate(harness_spec()).model_dump(mode="json")
+    harness = HarnessVersion.objects.filter(workspace__slug=WORKSPACE, name=HARNESS).first()
+    if harness is None or harness.spec != spec:
+        harness_create(user=user, workspace_slug=WORKSPACE, name=HARNESS, spec=spec)
+    dataset = DatasetVersion.objects.filter(workspace__slug=WORKSPACE, name=DATASET).first()
+    stored = (
+        list(Case.objects.filter(dataset=dataset).values("key", "input", "expected"))
+        if dataset
+        else None
+    )
+    if stored != CASES:
+        dataset_create(user=user, workspace_slug=WORKSPACE, name=DATASET, cases=CASES)
+
+
+def demo_runner(user: Any, config_file: Path, server: str) -> Any:
+    """Reuse the runner paired by an earlier start, or revoke it and pair a new one.
+
+    The token is only in the runner's config file (the server keeps its hash), so a
+    runner whose config is gone cannot be reused.
+    """
+    from runnercli.config import ConfigError, RunnerConfig, config_load, config_save
+    from runners.models import Runner
+    from runners.services import runner_authenticate, runner_pair, runner_revoke
+
+    try:
+        config = config_load(config_file)
+    except ConfigError:
+        config = RunnerConfig()
+    runner = runner_authenticate(config.token) if config.token else None
+    if runner is not None and runner.owner_id == user.pk:
+        if config.server != server:
+            config_save(config_file, config.model_copy(update={"server": server}))
+        return runner
+    for old in Runner.objects.owned_by(user).active().filter(label=RUNNER_LABEL):
+        runner_revoke(owner=user, runner_id=old.pk)
+    paired = runner_pair(owner=user, label=RUNNER_LABEL, os=sys.platform, capabilities=["python"])
+    config_save(
+        config_file,
+        RunnerConfig(
+            server=server,
+            token=paired.token,
+            runner_id=paired.runner.pk,
+            label=paired.runner.label,
+            owner=USERNAME,
+            capabilities=["python"],
+        ),
+    )
+    return paired.runner
+
+
+# ------------------------------------------------------------------ processes
+
+
+@dataclass
+class Child:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+
+class Children:
+    """The processes the demo started, each leading a process group of its own."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.started: list[Child] = []
+
+    def start(self, name: str, args: list[str], env: dict[str, str]) -> Child:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log = self.log_dir / f"{name}.log"
+        with log.open("ab") as handle:
+            popen = subprocess.Popen(
+                args,
+                cwd=Path(__file__).resolve().parent.parent,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        child = Child(name, popen, log)
+        self.started.append(child)
+        return child
+
+    def dead(self) -> list[Child]:
+        return [c for c in self.started if c.popen.poll() is not None]
+
+    def stop_all(self, grace_s: float = 10.0) -> None:
+        """SIGTERM every group (the runner first, so it finishes its cases), then SIGKILL."""
+        strays = _descendants()
+        for child in reversed(self.started):
+            _signal_group(child.popen, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        for child in reversed(self.started):
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.popen.wait(max(0.1, deadline - time.monotonic()))
+            _signal_group(child.popen, signal.SIGKILL)
+            child.popen.wait()
+        # A case process that escaped its group (its own session) must not outlive us.
+        for proc in strays:
+            with contextlib.suppress(Exception):
+                proc.kill()
+
+
+def _signal_group(popen: subprocess.Popen[bytes], sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(popen.pid, sig)
+
+
+def _descendants() -> list[Any]:
+    try:
+        import psutil
+    except ImportError:  # a runtime-only install: process groups are all we have
+        return []
+    return list(psutil.Process().children(recursive=True))
+
+
+def _check_port_free(port: int) -> None:
+    with socket.socket() as probe:
+        # As the server will: connections of an earlier run lingering in TIME_WAIT do not
+        # hold the port, a listener does.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((HOST, port))
+        except OSError as exc:
+            raise DemoError(
+                f"port {port} on {HOST} is already in use ({exc.strerror}): stop whatever "
+                f"listens there, or pick another port with --port N or EVERDICT_DEMO_PORT=N"
+            ) from exc
+
+
+def _wait_http(url: str, children: Children, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        _check_alive(children)
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise DemoError(f"the server did not answer at {url} within {timeout_s:.0f}s")
+
+
+def _check_alive(children: Children) -> None:
+    for child in children.dead():
+        tail = child.log.read_text(errors="replace").splitlines()[-15:]
+        raise DemoError(
+            f"{child.name} exited with code {child.popen.returncode}; the end of {child.log}:\n"
+            + "\n".join(f"  {line}" for line in tail)
+        )
+
+
+# ------------------------------------------------------------------ the run
+
+
+def _wait_for_run(run_id: int, children: Children, timeout_s: float, say: Any) -> Any:
+    from django.db import close_old_connections
+
+    from scorecards.models import Run
+
+    deadline = time.monotonic() + timeout_s
+    shown = ""
+    while True:
+        close_old_connections()
+        run = Run.objects.get(pk=run_id)
+        done = run.results.count()
+        progress = f"{run.status}: {done}/{run.dataset.case_count} cases scored"
+        if progress != shown:
+            say(f"  {progress}")
+            shown = progress
+        if run.is_terminal or time.monotonic() > deadline:
+            return run
+        _check_alive(children)
+        time.sleep(0.5)
+
+
+def print_summary(run: Any, url: str, console: Any) -> None:
+    from rich.table import Table
+
+    from scorecards.run_replies import run_reply
+
+    reply = run_reply(run)
+    summary = reply["summary"]
+    table = Table(title=f"Run #{run.pk}: {run.harness} on {run.dataset}", title_justify="left")
+    for column in ("case", "verdict", "score", "time", "answer"):
+        table.add_column(column)
+    colours = {"pass": "green", "fail": "red", "error": "red"}
+    for result in reply["results"]:
+        answer = result["output"]
+        with contextlib.suppress(ValueError, TypeError):
+            import json
+
+            answer = str(json.loads(answer).get("result", answer))
+        table.add_row(
+            result["case"],
+            f"[{colours[result['verdict']]}]{result['verdict']}[/]",
+            f"{result['score']:.1f}",
+            f"{result['duration_ms'] / 1000:.1f}s",
+            (answer or result["error"])[:40],
+        )
+    console.print(table)
+    rate = summary["pass_rate"]
+    console.print(
+        f"Pass rate: [bold]{rate * 100:.0f}%[/] ({summary['pass']} pass, {summary['fail']} fail, "
+        f"{summary['error']} error) · status {reply['status']} · reported cost "
+        f"${summary['cost_usd']:.6f} (provenance, not billed)"
+        if rate is not None
+        else f"No case was scored: status {reply['status']}."
+    )
+    console.print(f"Run page: [bold]{url}[/]  (log in as {USERNAME} / {PASSWORD})")
+
+
+# ------------------------------------------------------------------ main
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m everdict.demo", description=__doc__)
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=int(os.environ.get("EVERDICT_DEMO_PORT", "8000")),
+        help="Port of the server (default 8000; $EVERDICT_DEMO_PORT).",
+    )
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help="Where the runner config and the process logs go (default: var/).",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=120, help="Seconds to wait for the run (default 120)."
+    )
+    return parser.parse_args(argv)
+
+
+def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """SIGTERM stops the demo the way Ctrl-C does."""
+    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "everdict.settings")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    state_dir = (args.state_dir or settings.VAR_DIR).resolve()
+    children = Children(state_dir / "demo-logs")
+    with _interruptible():
+        try:
+            return _demo(args, state_dir, children, console)
+        except DemoError as exc:
+            console.print(f"[red]✗ {exc}[/]")
+            return 1
+        except KeyboardInterrupt:
+            console.print("\nStopping…")
+            return 0
+        finally:
+            children.stop_all()
+            if children.started:
+                console.print("Stopped the server, the scheduler and the runner.")
+
+
+def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console: Any) -> int:
+    from django.core.management import call_command
+
+    from scorecards.services import run_start
+
+    server = f"http://{HOST}:{args.port}"
+    _check_port_free(args.port)
+    console.print("Preparing the database…")
+    call_command("migrate", interactive=False, verbosity=0)
+    user = demo_user()
+    demo_seed(user)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    python = sys.executable
+    console.print(f"Starting the server at {server} and the scheduler (logs in {children.log_dir})")
+    children.start(
+        "daphne",
+        [python, "-m", "daphne", "-b", HOST, "-p", str(args.port), "everdict.asgi:application"],
+        env,
+    )
+    children.start("scheduler", [python, "manage.py", "scheduler"], env)
+    _wait_http(f"{server}/healthz", children)
+    config_file = state_dir / "demo-runner.json"
+    runner = demo_runner(user, config_file, server)
+    console.print(f"Starting runner #{runner.pk} “{runner.label}” (config {config_file})")
+    runner_env = {**env, "EVERDICT_RUNNER_CONFIG": str(config_file), "NO_COLOR": "1"}
+    runner_env.pop("DJANGO_SETTINGS_MODULE", None)
+    children.start(
+        "runner",
+        [python, "-m", "runnercli", "run", "--server", server, "--max-concurrent", "2"],
+        runner_env,
+    )
+    run = run_start(
+        user=user,
+        workspace_slug=WORKSPACE,
+        harness=HARNESS,
+        dataset=DATASET,
+        runtime=f"self:{runner.pk}",
+        concurrency=CONCURRENCY,
+    )
+    url = f"{server}/runs/{run.pk}/"
+    console.print(f"Dispatched run #{run.pk} to runner #{runner.pk}: follow it live at {url}")
+    run = _wait_for_run(run.pk, children, args.timeout, console.print)
+    print_summary(run, url, console)
+    if not run.is_terminal:
+        console.print(f"The run has not finished within {args.timeout:.0f}s; it goes on.")
+    console.print(f"Serving at {server}/ — press Ctrl-C to stop.")
+    while True:
+        _check_alive(children)
+        time.sleep(0.5)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

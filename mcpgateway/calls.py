@@ -1,0 +1,59 @@
+"""How a tool calls a service: off the event loop, with domain errors as tool errors."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+import anyio
+from channels.db import database_sync_to_async
+from mcp.server.mcpserver.exceptions import ToolError
+
+from everdict.errors import ServiceError
+
+T = TypeVar("T")
+
+
+def tool_error(exc: ServiceError) -> ToolError:
+    """Render a domain error as the tool error the caller reads (the REST `detail`)."""
+    detail = exc.detail
+    if isinstance(detail, dict):
+        parts = []
+        for field, messages in detail.items():
+            text = "; ".join(map(str, messages)) if isinstance(messages, list) else str(messages)
+            parts.append(text if field in ("detail", "non_field_errors") else f"{field}: {text}")
+        return ToolError(" ".join(parts))
+    return ToolError(str(detail))
+
+
+async def in_thread(fn: Callable[..., T], /, **kwargs: Any) -> T:
+    """Run a synchronous service with a fresh database connection, mapping its errors."""
+    try:
+        return await database_sync_to_async(fn)(**kwargs)
+    except ServiceError as exc:
+        raise tool_error(exc) from exc
+
+
+async def cancel_once(
+    coro: Coroutine[Any, Any, T], *, undelivered: Callable[[T], Awaitable[None]]
+) -> T:
+    """Await `coro` in its own task, forwarding a cancellation to it exactly once.
+
+    The SDK cancels a handler whose client hung up through an anyio cancel scope, which
+    re-cancels every later await until the scope exits. That would cut short the cleanup a
+    long-poll does when cancelled (giving back a job it had just claimed). Here the
+    cancellation reaches the long-poll once, as a plain asyncio cancel, and its cleanup is
+    awaited under a shield. A result that was ready but can no longer be delivered is
+    handed to `undelivered`, also shielded.
+    """
+    task = asyncio.ensure_future(coro)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        task.cancel()
+        with anyio.CancelScope(shield=True):
+            await asyncio.wait([task])
+            if not task.cancelled() and task.exception() is None:
+                await undelivered(task.result())
+        raise

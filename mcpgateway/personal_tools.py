@@ -1,0 +1,117 @@
+"""Personal tools: what a member (or their agent) calls with an `evk_` API key.
+
+The same services and reply functions as the account page and the REST API, so an MCP
+reply equals the REST one item for item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any
+
+from pydantic import Field, StringConstraints
+
+from everdict.models import ApiKey
+from mcpgateway.auth import current_principal
+from mcpgateway.calls import in_thread
+from mcpgateway.replies import ApiKeyList, PairedRunner, Revoked, RunnerList, RunReply
+from runnercli.protocol import Capability
+from runners.models import Runner
+from runners.replies import api_key_items, paired_runner_reply, runner_items
+from runners.services import runner_pair, runner_revoke
+from scorecards.run_replies import run_reply
+from scorecards.services import MAX_CONCURRENCY, run_get, run_start
+
+Label = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+
+
+def _paired(owner: Any, label: str, os: str, capabilities: list[str]) -> PairedRunner:
+    paired = runner_pair(owner=owner, label=label, os=os, capabilities=capabilities)
+    return PairedRunner.model_validate(paired_runner_reply(paired.runner, paired.token))
+
+
+def _runners(owner: Any) -> RunnerList:
+    return RunnerList.model_validate({"runners": runner_items(Runner.objects.owned_by(owner))})
+
+
+def _revoked(owner: Any, runner_id: int) -> Revoked:
+    runner_revoke(owner=owner, runner_id=runner_id)
+    return Revoked(revoked=True)
+
+
+def _api_keys(user: Any) -> ApiKeyList:
+    return ApiKeyList.model_validate(
+        {"keys": api_key_items(ApiKey.objects.owned_by(user).active())}
+    )
+
+
+def _started(user: Any, **kwargs: Any) -> RunReply:
+    return RunReply.model_validate(run_reply(run_start(user=user, **kwargs)))
+
+
+def _run(user: Any, run_id: int) -> RunReply:
+    return RunReply.model_validate(run_reply(run_get(user=user, run_id=run_id)))
+
+
+async def pair_runner(
+    label: Label,
+    os: Annotated[str, Field(max_length=100)] = "",
+    capabilities: Annotated[Sequence[Capability], Field(max_length=64)] = (),
+) -> PairedRunner:
+    """Pair a new runner for yourself. The `token` in the reply is shown this once."""
+    user = current_principal().require_user("pair_runner")
+    return await in_thread(_paired, owner=user, label=label, os=os, capabilities=list(capabilities))
+
+
+async def list_runners() -> RunnerList:
+    """List your runners: online, last seen, live status; revoked ones stay, marked."""
+    user = current_principal().require_user("list_runners")
+    return await in_thread(_runners, owner=user)
+
+
+async def revoke_runner(runner_id: int) -> Revoked:
+    """Revoke one of your runners: its token stops working at once."""
+    user = current_principal().require_user("revoke_runner")
+    return await in_thread(_revoked, owner=user, runner_id=runner_id)
+
+
+async def list_api_keys() -> ApiKeyList:
+    """List your active personal API keys (never the keys themselves)."""
+    user = current_principal().require_user("list_api_keys")
+    return await in_thread(_api_keys, user=user)
+
+
+async def start_run(
+    workspace: str,
+    harness: str,
+    dataset: str,
+    runtime: Annotated[str, Field(description="`self:<runner_id>` or `self:any`.")],
+    concurrency: Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)] = 1,
+) -> RunReply:
+    """Run the latest harness version over the latest dataset version on your runner(s)."""
+    user = current_principal().require_user("start_run")
+    return await in_thread(
+        _started,
+        user=user,
+        workspace_slug=workspace,
+        harness=harness,
+        dataset=dataset,
+        runtime=runtime,
+        concurrency=concurrency,
+    )
+
+
+async def get_run(run_id: int) -> RunReply:
+    """Read a run of a workspace you belong to: status, summary, events, results."""
+    user = current_principal().require_user("get_run")
+    return await in_thread(_run, user=user, run_id=run_id)
+
+
+PERSONAL_TOOLS: list[Callable[..., Any]] = [
+    pair_runner,
+    list_runners,
+    revoke_runner,
+    list_api_keys,
+    start_run,
+    get_run,
+]

@@ -1,0 +1,153 @@
+"""Runner tools: what `python -m runnercli` calls with its `rnr_` token. Arguments are flat.
+
+Each tool authenticates the principal as a runner, lets the SDK validate the arguments
+against the wire contract (a value over a bound is a tool error before anything is
+stored), and calls one service. Every call after the lease carries `(job_id,
+lease_epoch)`: the services fence on it and read the run from the lease.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field
+
+from mcpgateway.auth import current_principal
+from mcpgateway.calls import cancel_once, in_thread
+from mcpgateway.services import protocol_outdated, runner_hello
+from runnercli.protocol import (
+    MAX_LOG_LINE_BYTES,
+    MAX_LOG_LINES_PER_CALL,
+    MAX_STATUS_CHARS,
+    MAX_WAIT_MS,
+    Ack,
+    Capability,
+    CaseResult,
+    HeartbeatAck,
+    Hello,
+    LeaseReply,
+)
+from runners.models import Runner
+from runners.presence import runner_touch
+from runners.queue import (
+    LeasedJob,
+    job_heartbeat,
+    job_lease_wait,
+    job_release,
+    job_report_log,
+)
+from scorecards.services import failure_report, result_submit
+
+
+def _line_within_bounds(line: str) -> str:
+    if len(line.encode()) > MAX_LOG_LINE_BYTES:
+        raise ValueError(f"a log line is over {MAX_LOG_LINE_BYTES} bytes; split or truncate it")
+    return line
+
+
+Status = Annotated[
+    str,
+    Field(max_length=MAX_STATUS_CHARS, description="A short status line shown on the roster."),
+]
+Capabilities = Annotated[
+    Sequence[Capability],
+    Field(max_length=64, description="What this runner has now (empty: unchanged)."),
+]
+LogLine = Annotated[str, Field(max_length=MAX_LOG_LINE_BYTES), AfterValidator(_line_within_bounds)]
+LogLines = Annotated[list[LogLine], Field(min_length=1, max_length=MAX_LOG_LINES_PER_CALL)]
+
+
+async def hello(protocol: int, capabilities: Capabilities = (), status: Status = "") -> Hello:
+    """Say who this runner is and whether its protocol is still served; marks it present."""
+    runner = current_principal().require_runner("hello")
+    return await in_thread(
+        runner_hello, runner=runner, protocol=protocol, capabilities=capabilities, status=status
+    )
+
+
+async def lease_job(
+    protocol: int, wait_ms: int = 0, capabilities: Capabilities = (), status: Status = ""
+) -> LeaseReply:
+    """Lease the next job for this runner, waiting up to `wait_ms` (≤ 30000) for one.
+
+    Answers `{job: null}` when none came in time (poll again), and
+    `{job: null, update_required: true}` to a runner whose protocol is too old.
+    """
+    runner = current_principal().require_runner("lease_job")
+    if protocol_outdated(protocol):
+        # Presence only: an outdated runner never takes an attempt.
+        await in_thread(runner_touch, runner=runner, status=status)
+        return LeaseReply(update_required=True)
+    leased = await cancel_once(
+        job_lease_wait(
+            runner=runner,
+            capabilities=list(capabilities) or None,
+            status=status,
+            wait_ms=max(0, min(wait_ms, MAX_WAIT_MS)),
+        ),
+        undelivered=lambda grants: _release(runner, grants),
+    )
+    if not leased:
+        return LeaseReply()
+    return LeaseReply(job=leased[0].case_job, lease=leased[0].lease)
+
+
+async def _release(runner: Runner, grants: list[LeasedJob]) -> None:
+    """Give back leases whose caller hung up before it could receive them."""
+    for grant in grants:
+        await in_thread(
+            job_release, runner=runner, job_id=grant.job.pk, lease_epoch=grant.job.lease_epoch
+        )
+
+
+async def heartbeat_job(job_id: int, lease_epoch: int, status: Status = "") -> HeartbeatAck:
+    """Extend this runner's lease of the job; `cancel: true` means stop the case now."""
+    runner = current_principal().require_runner("heartbeat_job")
+    return await in_thread(
+        job_heartbeat, runner=runner, job_id=job_id, lease_epoch=lease_epoch, status=status
+    )
+
+
+async def submit_job_result(job_id: int, lease_epoch: int, result: CaseResult) -> Ack:
+    """Report the case's outcome; the server scores it and stamps its provenance."""
+    runner = current_principal().require_runner("submit_job_result")
+    return await in_thread(
+        result_submit, runner=runner, job_id=job_id, lease_epoch=lease_epoch, result=result
+    )
+
+
+async def fail_job(
+    job_id: int,
+    lease_epoch: int,
+    message: Annotated[str, Field(max_length=4096)],
+    retryable: bool = False,
+) -> Ack:
+    """Give up on the job: `retryable` puts it back in the queue while attempts remain."""
+    runner = current_principal().require_runner("fail_job")
+    return await in_thread(
+        failure_report,
+        runner=runner,
+        job_id=job_id,
+        lease_epoch=lease_epoch,
+        message=message,
+        retryable=retryable,
+    )
+
+
+async def report_case_log(job_id: int, lease_epoch: int, lines: LogLines) -> Ack:
+    """Append log lines to the case; they appear on the run page and its logs API."""
+    runner = current_principal().require_runner("report_case_log")
+    return await in_thread(
+        job_report_log, runner=runner, job_id=job_id, lease_epoch=lease_epoch, lines=lines
+    )
+
+
+RUNNER_TOOLS: list[Callable[..., Any]] = [
+    hello,
+    lease_job,
+    heartbeat_job,
+    submit_job_result,
+    fail_job,
+    report_case_log,
+]

@@ -1,0 +1,77 @@
+"""The MCP server behind /mcp: one `MCPServer`, its tools and its Streamable HTTP app."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import AnyHttpUrl
+from starlette.applications import Starlette
+
+from mcpgateway.auth import EverdictTokenVerifier
+from mcpgateway.personal_tools import PERSONAL_TOOLS
+from mcpgateway.runner_tools import RUNNER_TOOLS
+
+MCP_PATH = "/mcp"
+# Room for the largest valid result (1 MiB output + 64 KiB stderr tail) even when JSON
+# escaping inflates it; anything larger is refused with 413 before it is parsed.
+MAX_REQUEST_BODY_BYTES = 8 * 1024 * 1024
+
+INSTRUCTIONS = """\
+Everdict runs evaluation suites on members' own machines.
+Runner tools (a runner token, rnr_…): hello, lease_job, heartbeat_job, submit_job_result,
+fail_job, report_case_log. Personal tools (a personal API key, evk_…): pair_runner,
+list_runners, revoke_runner, list_api_keys, start_run, get_run."""
+
+
+def build_server() -> MCPServer:
+    """Create the server with every tool; each tool checks which principal may call it."""
+    server: MCPServer = MCPServer(
+        "everdict",
+        instructions=INSTRUCTIONS,
+        token_verifier=EverdictTokenVerifier(),
+        auth=AuthSettings(
+            # Required by the SDK; no authorization server is served here, the bearer
+            # tokens are issued by Everdict itself (pairing and the account page).
+            issuer_url=AnyHttpUrl(settings.EVERDICT_PUBLIC_URL or "http://127.0.0.1:8000"),
+            resource_server_url=None,
+        ),
+    )
+    for tool in [*RUNNER_TOOLS, *PERSONAL_TOOLS]:
+        server.add_tool(tool)
+    return server
+
+
+def transport_security(allowed_hosts: list[str]) -> TransportSecuritySettings:
+    """The transport's Host/Origin check, derived from Django's ALLOWED_HOSTS.
+
+    The SDK matches exact hosts and `host:*` port wildcards only; Django's own wildcards
+    (`*`, `.example.com`) are checked by the gateway app with Django's rules instead, so
+    the SDK's check is switched off for them.
+    """
+    if any(host == "*" or host.startswith(".") for host in allowed_hosts):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    hosts = [form for host in allowed_hosts for form in (host, f"{host}:*")]
+    origins = [
+        form
+        for host in allowed_hosts
+        for scheme in ("http", "https")
+        for form in (f"{scheme}://{host}", f"{scheme}://{host}:*")
+    ]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+def build_app(server: MCPServer) -> Starlette:
+    """The Streamable HTTP app. Stateless: any replica can answer any call."""
+    return server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        # SSE answers (the default) let the transport notice a client that hung up and
+        # cancel its call at once, so a parked long-poll never claims a job for nobody.
+        json_response=False,
+        max_request_body_size=MAX_REQUEST_BODY_BYTES,
+        transport_security=transport_security(list(settings.ALLOWED_HOSTS)),
+    )

@@ -1,0 +1,280 @@
+"""The runner's MCP session: typed calls to the runner tools, and errors sorted by what to do next.
+
+One session serves every lease worker of a `run`. The SDK ends a whole session when one of its
+HTTP requests fails at the transport level (connection refused, reset, read timeout), so the
+session is held open by a task of its own: its death fails the calls in flight with a retryable
+error instead of cancelling the workers, and the next call opens a new session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any, TypeVar
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, Implementation
+from pydantic import BaseModel, ValidationError
+
+from runnercli.config import mcp_url, runnercli_version
+from runnercli.protocol import (
+    MAX_STATUS_CHARS,
+    MAX_WAIT_MS,
+    PROTOCOL_VERSION,
+    Ack,
+    CaseResult,
+    HeartbeatAck,
+    Hello,
+    LeaseReply,
+)
+
+# Seconds a reply may take beyond the time the server was asked to wait.
+# The SDK's per-call timeout fires first: it fails one call, where the HTTP client's read
+# timeout would end the whole session.
+REPLY_MARGIN_S = 30.0
+CALL_TIMEOUT_S = 20.0
+CONNECT_TIMEOUT_S = 10.0
+CLOSE_TIMEOUT_S = 5.0
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+# The SDK logs a transport failure as an error with a traceback; the runner reports it on its
+# status line instead, once, in words.
+for _name in ("mcp", "httpx2", "httpcore"):
+    logging.getLogger(_name).setLevel(logging.CRITICAL)
+
+
+class RunnerError(Exception):
+    """A runner tool call that did not produce a reply."""
+
+
+class RevokedError(RunnerError):
+    """The server refused the token (HTTP 401): this runner was revoked or never paired."""
+
+
+class ServerUnavailable(RunnerError):
+    """The server could not be reached or failed (refused, reset, 5xx, timeout): retry later."""
+
+
+class ToolCallError(RunnerError):
+    """The tool answered with an error: the call itself was refused."""
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+class _Session:
+    """One MCP session, entered and exited by its own task."""
+
+    def __init__(self, url: str, headers: dict[str, str], timeout: httpx2.Timeout, limits: Any):
+        self.url = url
+        self.headers = headers
+        self.timeout = timeout
+        self.limits = limits
+        self.client: Client | None = None
+        self.error: BaseException | None = None
+        self.dead = False
+        self.ready = asyncio.Event()
+        self._closing = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.response_hooks: list[Any] = []
+
+    async def open(self) -> None:
+        self._task = asyncio.create_task(self._hold(), name="mcp-session")
+        await self.ready.wait()
+
+    async def _hold(self) -> None:
+        try:
+            http = httpx2.AsyncClient(
+                headers=self.headers,
+                timeout=self.timeout,
+                limits=self.limits,
+                event_hooks={"response": self.response_hooks},
+            )
+            transport = streamable_http_client(self.url, http_client=http)
+            info = Implementation(name="everdict-runner", version=runnercli_version())
+            async with http, Client(transport, client_info=info) as client:
+                self.client = client
+                self.ready.set()
+                await self._closing.wait()
+        except Exception as exc:
+            self.error = exc
+        finally:
+            self.dead = True
+            self.client = None
+            self.ready.set()
+
+    async def close(self) -> None:
+        self._closing.set()
+        if self._task is not None and not self._task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), CLOSE_TIMEOUT_S)
+            except (TimeoutError, asyncio.CancelledError):
+                self._task.cancel()
+                with contextlib.suppress(BaseException):
+                    await self._task
+
+
+class RunnerClient:
+    """The runner tools over one MCP session, with replies parsed into the wire models."""
+
+    def __init__(self, server: str, token: str, *, max_wait_ms: int = MAX_WAIT_MS, slots: int = 1):
+        self.url = mcp_url(server)
+        self._headers = {"Authorization": f"Bearer {token}"}
+        self._timeout = httpx2.Timeout(
+            CONNECT_TIMEOUT_S, read=max_wait_ms / 1000 + REPLY_MARGIN_S, write=30.0, pool=30.0
+        )
+        # Each slot may hold a long-poll, a heartbeat, a log push and a result at once.
+        self._limits = httpx2.Limits(max_connections=max(20, slots * 4 + 4))
+        self._session: _Session | None = None
+        self._lock = asyncio.Lock()
+        self._unauthorized = False
+        self._last_http_error: str | None = None
+
+    async def __aenter__(self) -> RunnerClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def hello(self, *, capabilities: list[str], status: str = "") -> Hello:
+        args = {"protocol": PROTOCOL_VERSION, "capabilities": capabilities, "status": _st(status)}
+        return await self._call("hello", args, Hello)
+
+    async def lease_job(self, *, wait_ms: int, capabilities: list[str], status: str) -> LeaseReply:
+        args = {
+            "protocol": PROTOCOL_VERSION,
+            "wait_ms": wait_ms,
+            "capabilities": capabilities,
+            "status": _st(status),
+        }
+        return await self._call("lease_job", args, LeaseReply, wait_s=wait_ms / 1000)
+
+    async def heartbeat_job(self, *, job_id: int, lease_epoch: int, status: str) -> HeartbeatAck:
+        args = {"job_id": job_id, "lease_epoch": lease_epoch, "status": _st(status)}
+        return await self._call("heartbeat_job", args, HeartbeatAck)
+
+    async def submit_job_result(self, *, job_id: int, lease_epoch: int, result: CaseResult) -> Ack:
+        args = {"job_id": job_id, "lease_epoch": lease_epoch, "result": result.model_dump()}
+        return await self._call("submit_job_result", args, Ack)
+
+    async def fail_job(
+        self, *, job_id: int, lease_epoch: int, message: str, retryable: bool = False
+    ) -> Ack:
+        args = {
+            "job_id": job_id,
+            "lease_epoch": lease_epoch,
+            "message": message,
+            "retryable": retryable,
+        }
+        return await self._call("fail_job", args, Ack)
+
+    async def report_case_log(self, *, job_id: int, lease_epoch: int, lines: list[str]) -> Ack:
+        args = {"job_id": job_id, "lease_epoch": lease_epoch, "lines": lines}
+        return await self._call("report_case_log", args, Ack)
+
+    async def _call(
+        self, tool: str, args: dict[str, Any], model: type[ModelT], wait_s: float = 0.0
+    ) -> ModelT:
+        session = await self._connected()
+        client = session.client
+        if client is None:
+            raise ServerUnavailable(self._describe(session.error))
+        try:
+            result = await client.call_tool(
+                tool, args, read_timeout_seconds=wait_s + CALL_TIMEOUT_S
+            )
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                session.dead = True
+            raise self._classify(exc) from exc
+        except Exception as exc:
+            # A failure below the protocol (reset, timeout, a closed stream): start over with
+            # a fresh session on the next call.
+            session.dead = True
+            raise self._classify(exc) from exc
+        if result.is_error:
+            raise ToolCallError(_text_of(result) or f"{tool} failed")
+        payload = result.structured_content
+        if payload is None:
+            payload = _json_of(result)
+        try:
+            return model.model_validate(payload)
+        except ValidationError as exc:
+            raise ToolCallError(f"{tool} answered an unexpected shape: {exc}") from exc
+
+    async def _connected(self) -> _Session:
+        async with self._lock:
+            if self._session is not None and not self._session.dead:
+                return self._session
+            if self._session is not None:
+                await self._session.close()
+            session = _Session(self.url, self._headers, self._timeout, self._limits)
+            session.response_hooks.append(self._on_response)
+            self._session = session
+            await session.open()
+            if session.client is None:
+                self._session = None
+                raise self._classify(session.error)
+            return session
+
+    async def _on_response(self, response: httpx2.Response) -> None:
+        # The SDK turns any non-2xx reply into a generic JSON-RPC error; the status is kept
+        # here so a revoked token (401) is told apart from a failing server.
+        if response.status_code == 401:
+            self._unauthorized = True
+        elif response.status_code >= 400:
+            self._last_http_error = f"HTTP {response.status_code}"
+        else:
+            self._last_http_error = None
+
+    def _classify(self, exc: BaseException | None) -> RunnerError:
+        if self._unauthorized:
+            return RevokedError("this runner was revoked — pair again")
+        for leaf in _leaves(exc) if exc is not None else []:
+            if isinstance(leaf, MCPError) and leaf.code == INVALID_PARAMS:
+                return ToolCallError(leaf.message)
+        return ServerUnavailable(self._describe(exc))
+
+    def _describe(self, exc: BaseException | None) -> str:
+        reasons: list[str] = []
+        for leaf in _leaves(exc) if exc is not None else []:
+            text = str(leaf) or type(leaf).__name__
+            if isinstance(leaf, httpx2.ConnectError):
+                text = f"connection failed ({text})"
+            elif isinstance(leaf, httpx2.TimeoutException):
+                text = f"timed out ({type(leaf).__name__})"
+            if text not in reasons:
+                reasons.append(text)
+        if self._last_http_error:
+            reasons.insert(0, f"server answered {self._last_http_error}")
+        return f"{self.url}: {'; '.join(reasons) or 'no answer'}"
+
+
+def _st(status: str) -> str:
+    return status[:MAX_STATUS_CHARS]
+
+
+def _text_of(result: Any) -> str:
+    texts = [getattr(block, "text", "") for block in result.content]
+    return "\n".join(text for text in texts if text)
+
+
+def _json_of(result: Any) -> Any:
+    try:
+        return json.loads(_text_of(result))
+    except ValueError as exc:
+        raise ToolCallError("the tool answered without a structured result") from exc

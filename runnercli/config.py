@@ -1,0 +1,128 @@
+"""The runner's config file: where it is, what it holds, and writing it so only its owner reads it.
+
+The file holds a bearer token, so it is created with mode 0600 from the start (never written
+world-readable and chmod-ed after) and replaced atomically, so a crash cannot leave half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runnercli.protocol import CAPABILITY_RE
+
+CONFIG_ENV = "EVERDICT_RUNNER_CONFIG"
+SERVER_ENV = "EVERDICT_SERVER"
+TOKEN_ENV = "EVERDICT_RUNNER_TOKEN"
+
+# Programs whose presence on PATH a harness may require (`"capabilities": ["claude"]`).
+DETECTABLE_PROGRAMS = ("claude", "codex", "docker", "git")
+
+
+class ConfigError(Exception):
+    """The config file exists but cannot be read or written."""
+
+
+class RunnerConfig(BaseModel):
+    """What `pair` stores and `run` reads back."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    server: str | None = None
+    token: str | None = None
+    runner_id: int | None = None
+    label: str | None = None
+    owner: str | None = None
+    capabilities: list[str] = Field(default_factory=list)
+    allow: list[str] = Field(default_factory=list)
+
+
+def config_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """Return the config file path: --config, then $EVERDICT_RUNNER_CONFIG, then the XDG default."""
+    if explicit:
+        return Path(explicit).expanduser()
+    if from_env := os.environ.get(CONFIG_ENV):
+        return Path(from_env).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base).expanduser() / "everdict" / "runner.json"
+
+
+def config_load(path: Path) -> RunnerConfig:
+    """Read the config file; a missing file is an empty config."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return RunnerConfig()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        return RunnerConfig.model_validate(json.loads(raw))
+    except (ValueError, ValidationError) as exc:
+        raise ConfigError(f"{path} is not a valid runner config: {exc}") from exc
+
+
+def config_save(path: Path, config: RunnerConfig) -> None:
+    """Write the config atomically with mode 0600, creating its directory (0700) if needed."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    payload = json.dumps(config.model_dump(), indent=2, sort_keys=True) + "\n"
+    # mkstemp creates the file 0600, so the token is never readable by others, not even briefly.
+    fd, tmp_name = tempfile.mkstemp(prefix=".runner-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(payload)
+        os.chmod(tmp_name, 0o600)
+        os.replace(tmp_name, path)
+    except OSError as exc:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise ConfigError(f"cannot write {path}: {exc.strerror}") from exc
+
+
+def os_name() -> str:
+    """The OS name as a capability: `linux`, `darwin`, `windows`."""
+    return platform.system().lower() or sys.platform
+
+
+def detected_capabilities() -> list[str]:
+    """Return what this machine offers: `python`, the OS name, and known programs on PATH."""
+    found = ["python", os_name()]
+    found += [program for program in DETECTABLE_PROGRAMS if shutil.which(program)]
+    return [cap for cap in found if CAPABILITY_RE.match(cap)]
+
+
+def merge_capabilities(*groups: list[str] | tuple[str, ...]) -> list[str]:
+    """Merge capability lists, keeping the first occurrence's order."""
+    merged: list[str] = []
+    for group in groups:
+        merged += [cap for cap in group if cap not in merged]
+    return merged
+
+
+def invalid_capabilities(capabilities: list[str] | tuple[str, ...]) -> list[str]:
+    return [cap for cap in capabilities if not CAPABILITY_RE.match(cap)]
+
+
+def runnercli_version() -> str:
+    try:
+        return metadata.version("everdict")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def mask_token(token: str | None) -> str:
+    if not token:
+        return "(none)"
+    return token[:8] + "…" if len(token) > 12 else "rnr_…"
+
+
+def mcp_url(server: str) -> str:
+    """The MCP endpoint for a base URL: `--server` is the site, the CLI appends `/mcp`."""
+    base = server.strip().rstrip("/")
+    return base if base.endswith("/mcp") else base + "/mcp"

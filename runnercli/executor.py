@@ -1,0 +1,342 @@
+"""Run one case on this machine: render the argv, start the harness, bound what it says, report.
+
+The harness runs as the member, so it is started as an argv (never through a shell: a case
+input is data, not code), in a fresh temporary directory, in a process group of its own so a
+timeout or a cancel can end everything it started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from runnercli.config import CONFIG_ENV, TOKEN_ENV, os_name, runnercli_version
+from runnercli.protocol import (
+    MAX_LOG_LINE_BYTES,
+    MAX_OUTPUT_BYTES,
+    MAX_STDERR_TAIL_BYTES,
+    PLACEHOLDER_RE,
+    CaseJob,
+    CaseRef,
+    CaseResult,
+    RunnerInfo,
+)
+
+CASE_ENV = "EVERDICT_CASE"
+USAGE_FIELDS = ("total_cost_usd", "input_tokens", "output_tokens")
+# Time a process group gets between SIGTERM and SIGKILL when its timeout passes.
+TERM_GRACE_S = 2.0
+# Time the pipes get to drain once the group is gone (a daemon that escaped the group can
+# hold them open forever).
+DRAIN_S = 2.0
+READ_CHUNK = 64 * 1024
+EXIT_POLL_S = 0.02
+
+LineSink = Callable[[str], None]
+EndStatus = Literal["completed", "timeout", "canceled"]
+
+
+class StartError(Exception):
+    """The case could not be started; it is reported with `fail_job`, not as a result."""
+
+
+def clip_utf8(text: str, limit: int, *, keep_tail: bool = False) -> str:
+    """Cut `text` to at most `limit` UTF-8 bytes, never splitting a character."""
+    raw = text.encode()
+    if len(raw) <= limit:
+        return text
+    cut = raw[-limit:] if keep_tail else raw[:limit]
+    return cut.decode("utf-8", errors="ignore")
+
+
+def _lookup(value: Any, path: list[str], placeholder: str) -> Any:
+    for part in path:
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            raise StartError(f"the case has no value for {{{placeholder}}}")
+    return value
+
+
+def render_argv(command: list[str], case: CaseRef) -> list[str]:
+    """Substitute `{input.<path>}` and `{case.key}` in each argv element; one element stays one."""
+
+    def substitute(match: Any) -> str:
+        placeholder = match.group(1)
+        if placeholder == "case.key":
+            return case.key
+        value = _lookup(case.input, placeholder.split(".")[1:], placeholder)
+        return value if isinstance(value, str) else json.dumps(value)
+
+    return [PLACEHOLDER_RE.sub(substitute, element) for element in command]
+
+
+def case_env(job: CaseJob) -> dict[str, str]:
+    """The harness environment: ours, minus the runner's secrets, plus the spec's and the case."""
+    env = {k: v for k, v in os.environ.items() if k not in (TOKEN_ENV, CONFIG_ENV)}
+    env.update(job.harness.spec.env)
+    env[CASE_ENV] = json.dumps(job.case.model_dump())
+    return env
+
+
+def describe_harness(job: CaseJob) -> str:
+    """What the runner is about to run, printed before a harness version first runs here."""
+    spec = job.harness.spec
+    env_keys = ", ".join(sorted(spec.env)) or "none"
+    needs = ", ".join(spec.capabilities) or "nothing"
+    return (
+        f"harness {job.harness.name} v{job.harness.version} will run: {json.dumps(spec.command)}"
+        f" (argv, no shell) in a fresh temp dir; env keys: {env_keys}; "
+        f"timeout {job.timeout_s}s; needs {needs}; case JSON in ${CASE_ENV}"
+    )
+
+
+def advisory_usage(output: str) -> dict[str, Any] | None:
+    """Usage the harness printed as JSON (`total_cost_usd`, tokens); the server re-derives it."""
+    try:
+        parsed = json.loads(output)
+    except ValueError:
+        return None
+    if not isinstance(parsed, dict):
+        return None
+    usage: dict[str, Any] = {}
+    for source in (parsed.get("usage"), parsed):
+        if isinstance(source, dict):
+            for name in USAGE_FIELDS:
+                value = source.get(name)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    usage.setdefault(name, value)
+    return usage or None
+
+
+def runner_info() -> RunnerInfo:
+    return RunnerInfo(
+        os=f"{os_name()} {platform.release()}".strip()[:100],
+        python=platform.python_version(),
+        runnercli_version=runnercli_version()[:50],
+    )
+
+
+@dataclass
+class _Stdout:
+    """The first MAX_OUTPUT_BYTES of stdout; the rest is read and dropped, never blocking."""
+
+    data: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    def feed(self, chunk: bytes) -> None:
+        room = MAX_OUTPUT_BYTES - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+        self.total += len(chunk)
+
+    def text(self) -> str:
+        return clip_utf8(self.data.decode("utf-8", errors="replace"), MAX_OUTPUT_BYTES)
+
+
+@dataclass
+class _Stderr:
+    """The last MAX_STDERR_TAIL_BYTES of stderr, and each line handed to `sink` as it comes."""
+
+    sink: LineSink
+    tail: bytearray = field(default_factory=bytearray)
+    partial: bytearray = field(default_factory=bytearray)
+
+    def feed(self, chunk: bytes) -> None:
+        self.tail += chunk
+        if len(self.tail) > MAX_STDERR_TAIL_BYTES:
+            del self.tail[: len(self.tail) - MAX_STDERR_TAIL_BYTES]
+        self.partial += chunk
+        *lines, rest = self.partial.split(b"\n")
+        for line in lines:
+            self._emit(line)
+        self.partial = bytearray(rest)
+        # A line with no end in sight is still shown, in pieces, and never grows unbounded.
+        while len(self.partial) > MAX_LOG_LINE_BYTES:
+            cut = _utf8_cut(self.partial, MAX_LOG_LINE_BYTES)
+            self._emit(self.partial[:cut])
+            del self.partial[:cut]
+
+    def close(self) -> None:
+        if self.partial:
+            self._emit(self.partial)
+            self.partial = bytearray()
+
+    def _emit(self, line: bytes | bytearray) -> None:
+        """Hand one line to the sink, in pieces of at most MAX_LOG_LINE_BYTES."""
+        rest = bytes(line).rstrip(b"\r")
+        while True:
+            cut = _utf8_cut(rest, MAX_LOG_LINE_BYTES)
+            text = rest[:cut].decode("utf-8", errors="replace")
+            self.sink(clip_utf8(text, MAX_LOG_LINE_BYTES))
+            rest = rest[cut:]
+            if not rest:
+                return
+
+    def text(self) -> str:
+        decoded = self.tail.decode("utf-8", errors="replace")
+        return clip_utf8(decoded, MAX_STDERR_TAIL_BYTES, keep_tail=True)
+
+
+def _utf8_cut(data: bytes | bytearray, limit: int) -> int:
+    """The largest cut point ≤ limit that does not split a UTF-8 character."""
+    if len(data) <= limit:
+        return len(data)
+    cut = limit
+    while cut > limit - 4 and cut > 0 and data[cut] & 0xC0 == 0x80:
+        cut -= 1
+    return cut if cut > 0 else limit
+
+
+async def _pump(stream: asyncio.StreamReader | None, feed: Callable[[bytes], None]) -> None:
+    if stream is None:
+        return
+    while chunk := await stream.read(READ_CHUNK):
+        feed(chunk)
+
+
+def _group_options() -> dict[str, Any]:
+    if sys.platform == "win32":
+        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+    return {"start_new_session": True}
+
+
+def signal_group(proc: asyncio.subprocess.Process, sig: int) -> None:
+    """Send `sig` to the case's whole process group (its leader may already be gone)."""
+    if sys.platform == "win32":
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        return
+    # start_new_session made the child a session and group leader: its pid is the group id.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
+
+
+async def _exited(proc: asyncio.subprocess.Process) -> int:
+    """Wait for the leader to exit.
+
+    Not `proc.wait()`: on Python 3.11 it also waits for the pipes to close, which a
+    grandchild holding stderr can put off for as long as it lives.
+    """
+    while proc.returncode is None:
+        await asyncio.sleep(EXIT_POLL_S)
+    return proc.returncode
+
+
+async def _end_group(proc: asyncio.subprocess.Process, grace_s: float) -> None:
+    if grace_s > 0:
+        signal_group(proc, signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(_exited(proc), grace_s)
+    signal_group(proc, signal.SIGKILL)
+    await _exited(proc)
+
+
+async def _start(argv: list[str], env: dict[str, str], workdir: str) -> asyncio.subprocess.Process:
+    try:
+        return await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=workdir,
+            env=env,
+            **_group_options(),
+        )
+    except FileNotFoundError as exc:
+        raise StartError(f"program not found: {argv[0]}") from exc
+    except PermissionError as exc:
+        raise StartError(f"program is not executable: {argv[0]}") from exc
+    except OSError as exc:
+        raise StartError(f"cannot start {argv[0]}: {exc.strerror or exc}") from exc
+
+
+async def run_case(
+    job: CaseJob,
+    *,
+    on_stderr_line: LineSink,
+    on_note: LineSink | None = None,
+    kill: asyncio.Event | None = None,
+    term_grace_s: float = TERM_GRACE_S,
+) -> CaseResult:
+    """Run the case to completion, timeout or `kill`; raise StartError if it cannot start.
+
+    A set `kill` event ends the process group at once and gives status `canceled`; so does
+    cancelling the task that runs this, which then re-raises.
+    """
+    argv = render_argv(job.harness.spec.command, job.case)
+    env = case_env(job)
+    workdir = tempfile.mkdtemp(prefix="everdict-case-")
+    try:
+        started = time.monotonic()
+        proc = await _start(argv, env, workdir)
+        stdout, stderr = _Stdout(), _Stderr(on_stderr_line)
+        readers = [
+            asyncio.create_task(_pump(proc.stdout, stdout.feed)),
+            asyncio.create_task(_pump(proc.stderr, stderr.feed)),
+        ]
+        try:
+            status = await _supervise(proc, job.timeout_s, kill, term_grace_s)
+        except asyncio.CancelledError:
+            signal_group(proc, signal.SIGKILL)
+            for reader in readers:
+                reader.cancel()
+            raise
+        # The leader is gone; whatever it left running in its group goes with it.
+        signal_group(proc, signal.SIGKILL)
+        _, stuck = await asyncio.wait(readers, timeout=DRAIN_S)
+        for reader in stuck:
+            reader.cancel()
+        stderr.close()
+        output = stdout.text()
+        if stdout.total > MAX_OUTPUT_BYTES and on_note is not None:
+            on_note(f"stdout was {stdout.total} bytes; kept the first {MAX_OUTPUT_BYTES}")
+        return CaseResult(
+            status=status,
+            exit_code=proc.returncode if status == "completed" else None,
+            output=output,
+            stderr_tail=stderr.text(),
+            duration_ms=int((time.monotonic() - started) * 1000),
+            usage=advisory_usage(output) if status == "completed" else None,
+            runner_info=runner_info(),
+        )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+async def _supervise(
+    proc: asyncio.subprocess.Process,
+    timeout_s: float,
+    kill: asyncio.Event | None,
+    term_grace_s: float,
+) -> EndStatus:
+    exited = asyncio.create_task(_exited(proc))
+    killed = asyncio.create_task(kill.wait()) if kill is not None else None
+    waiting = {exited} if killed is None else {exited, killed}
+    try:
+        done, _ = await asyncio.wait(waiting, timeout=timeout_s, return_when="FIRST_COMPLETED")
+    finally:
+        exited.cancel()
+        if killed is not None:
+            killed.cancel()
+    if exited in done:
+        return "completed"
+    if killed is not None and killed in done:
+        await _end_group(proc, grace_s=0)
+        return "canceled"
+    await _end_group(proc, grace_s=term_grace_s)
+    return "timeout"

@@ -1,0 +1,75 @@
+"""What the runner shows: one live status line on a terminal, plain log lines otherwise."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+
+class StatusLine:
+    """A status that changes in place, and events that stay on screen above it.
+
+    On a terminal the status is a rich Live line; in a log file (not a TTY) every change of
+    status and every event is one timestamped line, so `tail -f` reads the same story.
+    """
+
+    def __init__(self, stream: TextIO | None = None, *, live: bool | None = None) -> None:
+        self.stream = stream or sys.stdout
+        self.live_mode = self.stream.isatty() if live is None else live
+        self.console = Console(file=self.stream, highlight=False, soft_wrap=True)
+        self.current = ""
+        self.last_result = ""
+        self._live: Live | None = None
+
+    def __enter__(self) -> StatusLine:
+        if self.live_mode:
+            self._live = Live(
+                self._line(), console=self.console, refresh_per_second=4, transient=True
+            )
+            self._live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def set(self, status: str) -> None:
+        """Show `status` as the current state (printed only when it changes)."""
+        if status == self.current:
+            return
+        self.current = status
+        if self._live is not None:
+            self._live.update(self._line())
+        else:
+            self._plain(f"status: {status}")
+
+    def result(self, message: str) -> None:
+        """Print a case's outcome, and keep it on the live line as the last result."""
+        self.last_result = message
+        self.event(message)
+        if self._live is not None:
+            self._live.update(self._line())
+
+    def _line(self) -> Text:
+        line = Text(f"● {self.current}")
+        if self.last_result:
+            line.append(f"  (last: {self.last_result})", style="dim")
+        return line
+
+    def event(self, message: str) -> None:
+        """Print a line that stays (a case started, finished, a harness described)."""
+        if self._live is not None:
+            self._live.console.print(Text(message))
+        else:
+            self._plain(message)
+
+    def _plain(self, message: str) -> None:
+        stamp = time.strftime("%H:%M:%S")
+        self.stream.write(f"{stamp} {message}\n")
+        self.stream.flush()

@@ -1,0 +1,130 @@
+"""The account page: my runners (pair, roster, revoke) and my API keys.
+
+Every action is a plain POST form, so the page works without JavaScript. A new token or
+key is rendered in the reply to the POST that created it and nowhere else: not in a URL,
+not in the session, so reloading the page never shows it again.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.cache import add_never_cache_headers
+from django.views.decorators.http import require_GET, require_POST
+
+from everdict.errors import NotFound
+from everdict.models import ApiKey
+from everdict.services import api_key_create, api_key_revoke
+from runnercli.protocol import CAPABILITY_RE
+from runners.api import MAX_CAPABILITIES
+from runners.models import Runner
+from runners.presence import status_severity
+from runners.replies import runner_items
+from runners.services import runner_pair, runner_revoke
+
+
+class RunnerPairForm(forms.Form):
+    label = forms.CharField(max_length=100)
+    capabilities = forms.CharField(
+        required=False,
+        help_text="Comma or space separated, e.g. claude, python, node.",
+    )
+
+    def clean_capabilities(self) -> list[str]:
+        names = [c for c in re.split(r"[\s,]+", self.cleaned_data["capabilities"].lower()) if c]
+        bad = [c for c in names if not CAPABILITY_RE.match(c)]
+        if bad:
+            raise forms.ValidationError(
+                "Not a capability name: %(names)s. Use 1-40 characters of a-z, 0-9, '.', '_' "
+                "or '-', starting with a letter or digit.",
+                params={"names": ", ".join(bad[:5])},
+            )
+        if len(names) > MAX_CAPABILITIES:
+            raise forms.ValidationError(f"At most {MAX_CAPABILITIES} capabilities.")
+        return names
+
+
+class ApiKeyCreateForm(forms.Form):
+    name = forms.CharField(max_length=100, required=False)
+
+
+def _base_url(request: HttpRequest) -> str:
+    return (settings.EVERDICT_PUBLIC_URL or request.build_absolute_uri("/")).rstrip("/")
+
+
+def _render_account(request: HttpRequest, status: int = 200, **context: Any) -> HttpResponse:
+    owned = list(Runner.objects.owned_by(request.user))
+    runners = runner_items(owned)
+    for item, runner in zip(runners, owned, strict=True):
+        item["severity"] = status_severity(item["status"]) if item["status"] else ""
+        item["last_seen"] = runner.last_seen_at
+    context.setdefault("pair_form", RunnerPairForm())
+    context.setdefault("key_form", ApiKeyCreateForm())
+    context.update(
+        runners=runners,
+        api_keys=ApiKey.objects.owned_by(request.user).active(),
+        base_url=_base_url(request),
+    )
+    response = render(request, "runners/account.html", context, status=status)
+    # A page that may carry a freshly issued secret must not be kept by any cache.
+    add_never_cache_headers(response)
+    return response
+
+
+@login_required
+@require_GET
+def account(request: HttpRequest) -> HttpResponse:
+    return _render_account(request)
+
+
+@login_required
+@require_POST
+def runner_pair_view(request: HttpRequest) -> HttpResponse:
+    form = RunnerPairForm(request.POST)
+    if not form.is_valid():
+        return _render_account(request, status=400, pair_form=form)
+    paired = runner_pair(
+        owner=request.user,
+        label=form.cleaned_data["label"],
+        capabilities=form.cleaned_data["capabilities"],
+    )
+    return _render_account(request, paired=paired)
+
+
+@login_required
+@require_POST
+def runner_revoke_view(request: HttpRequest, runner_id: int) -> HttpResponse:
+    try:
+        runner = runner_revoke(owner=request.user, runner_id=runner_id)
+    except NotFound:
+        messages.error(request, "Runner not found.")
+    else:
+        messages.success(request, f"Runner {runner.label} is revoked: its token stopped working.")
+    return redirect("account")
+
+
+@login_required
+@require_POST
+def api_key_create_view(request: HttpRequest) -> HttpResponse:
+    form = ApiKeyCreateForm(request.POST)
+    if not form.is_valid():
+        return _render_account(request, status=400, key_form=form)
+    issued = api_key_create(user=request.user, name=form.cleaned_data["name"])
+    return _render_account(request, issued_key=issued)
+
+
+@login_required
+@require_POST
+def api_key_revoke_view(request: HttpRequest, key_id: int) -> HttpResponse:
+    if api_key_revoke(user=request.user, key_id=key_id):
+        messages.success(request, "API key revoked.")
+    else:
+        messages.error(request, "API key not found.")
+    return redirect("account")

@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from scorecards.models import (
+    Case,
+    CaseResult,
+    DatasetVersion,
+    HarnessVersion,
+    Membership,
+    Run,
+    RunEvent,
+    Workspace,
+)
+
+
+class _ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    raw_id_fields = ["user"]
+
+
+@admin.register(Workspace)
+class WorkspaceAdmin(admin.ModelAdmin):
+    list_display = [
+        "slug",
+        "name",
+        "run_quota",
+        "budget_usd",
+        "budget_tokens",
+        "spent_usd",
+        "spent_tokens",
+        "created_at",
+    ]
+    search_fields = ["slug", "name"]
+    inlines = [MembershipInline]
+
+
+@admin.register(HarnessVersion)
+class HarnessVersionAdmin(admin.ModelAdmin):
+    list_display = ["name", "version", "workspace", "created_by", "created_at"]
+    list_filter = ["workspace"]
+    search_fields = ["name"]
+    list_select_related = ["workspace", "created_by"]
+    # Versions are immutable: what a run used must stay what it was.
+    readonly_fields = ["workspace", "name", "version", "spec", "created_by", "created_at"]
+
+
+class CaseInline(_ReadOnlyInline):
+    model = Case
+    fields = readonly_fields = ("position", "key", "input", "expected")
+
+
+@admin.register(DatasetVersion)
+class DatasetVersionAdmin(admin.ModelAdmin):
+    list_display = ["name", "version", "workspace", "case_count", "created_by", "created_at"]
+    list_filter = ["workspace"]
+    search_fields = ["name"]
+    list_select_related = ["workspace", "created_by"]
+    readonly_fields = ["workspace", "name", "version", "case_count", "created_by", "created_at"]
+    inlines = [CaseInline]
+
+
+class RunEventInline(_ReadOnlyInline):
+    model = RunEvent
+    fields = readonly_fields = ("at", "level", "message")
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "workspace",
+        "harness",
+        "dataset",
+        "runtime",
+        "status",
+        "submitted_by",
+        "created_at",
+        "finished_at",
+    ]
+    list_filter = ["status", "workspace"]
+    search_fields = ["submitted_by__username", "runtime"]
+    list_select_related = ["workspace", "harness", "dataset", "submitted_by"]
+    raw_id_fields = ["workspace", "harness", "dataset", "runner", "submitted_by"]
+    readonly_fields = ["created_at", "started_at", "finished_at"]
+    inlines = [RunEventInline]
+
+
+@admin.register(CaseResult)
+class CaseResultAdmin(admin.ModelAdmin):
+    list_display = ["id", "run", "case", "verdict", "score", "status", "runner", "duration_ms"]
+    list_filter = ["verdict", "status"]
+    search_fields = ["case__key"]
+    list_select_related = ["run", "case", "runner"]
+    raw_id_fields = ["run", "case", "attempt", "runner"]

@@ -1,0 +1,208 @@
+"""Scoring: the server judges a reported output, so the same output scores the same everywhere.
+
+Pure functions, no database: `grade` turns one case's reported result into a verdict and
+`extract_usage` reads the usage a harness printed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from runnercli.protocol import HarnessSpec
+
+Verdict = Literal["pass", "fail", "error"]
+
+# Why a case that did not complete could not be judged.
+_STATUS_REASONS = {
+    "timeout": "timed out",
+    "error": "runner reported an error",
+    "canceled": "canceled",
+}
+_PREVIEW_CHARS = 200
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Grade:
+    verdict: Verdict
+    score: float
+    detail: str = ""
+
+
+def _passed(detail: str = "") -> Grade:
+    return Grade(verdict="pass", score=1.0, detail=detail)
+
+
+def _failed(detail: str) -> Grade:
+    return Grade(verdict="fail", score=0.0, detail=detail)
+
+
+def _errored(detail: str) -> Grade:
+    return Grade(verdict="error", score=0.0, detail=detail)
+
+
+def _preview(text: str) -> str:
+    shown = text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS] + "…"
+    return repr(shown)
+
+
+def _as_text(value: Any) -> str:
+    """A JSON value as the text graders compare: strings as themselves, the rest as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _pick(document: Any, path: str) -> Any:
+    """Walk a dotted path through objects (by key) and arrays (by index); _MISSING if absent."""
+    value = document
+    for part in path.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif (
+            isinstance(value, list)
+            and part.lstrip("-").isdigit()
+            and -len(value) <= int(part) < len(value)
+        ):
+            value = value[int(part)]
+        else:
+            return _MISSING
+    return value
+
+
+def _json_equal(left: Any, right: Any) -> bool:
+    """Structural JSON equality: unlike Python's ==, true is not 1 and 1 is not "1"."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left == right
+    if isinstance(left, int | float) and isinstance(right, int | float):
+        return left == right
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(_json_equal(left[k], right[k]) for k in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(
+            _json_equal(a, b) for a, b in zip(left, right, strict=True)
+        )
+    return type(left) is type(right) and left == right
+
+
+def _grade_exit_code(exit_code: int | None, expected: Any) -> Grade:
+    if expected is None:
+        wanted = 0
+    elif isinstance(expected, int) and not isinstance(expected, bool):
+        wanted = expected
+    elif isinstance(expected, str) and expected.strip().lstrip("-").isdigit():
+        wanted = int(expected)
+    else:
+        return _errored(
+            f"expected exit code must be an integer, got {_preview(_as_text(expected))}"
+        )
+    if exit_code == wanted:
+        return _passed(f"exit code {wanted}")
+    return _failed(f"exit code {exit_code}, expected {wanted}")
+
+
+def _grade_text(kind: str, subject: str, expected: Any) -> Grade:
+    if expected is None:
+        return _errored(f"the case has no expected value for the {kind} grader")
+    wanted = _as_text(expected)
+    if kind == "exact":
+        if subject.strip() == wanted.strip():
+            return _passed("output equals expected")
+        return _failed(f"expected {_preview(wanted.strip())}, got {_preview(subject.strip())}")
+    if kind == "contains":
+        if wanted in subject:
+            return _passed("output contains expected")
+        return _failed(f"{_preview(wanted)} not found in output {_preview(subject)}")
+    try:
+        pattern = re.compile(wanted)
+    except re.error as exc:
+        return _errored(f"invalid regex pattern {_preview(wanted)}: {exc}")
+    if pattern.search(subject):
+        return _passed("output matches pattern")
+    return _failed(f"pattern {_preview(wanted)} does not match output {_preview(subject)}")
+
+
+def grade(
+    *, spec: HarnessSpec, status: str, output: str, exit_code: int | None, expected: Any
+) -> Grade:
+    """Judge one case's reported result against its expected value."""
+    if status != "completed":
+        return _errored(_STATUS_REASONS.get(status, f"runner reported status {status!r}"))
+    grader = spec.grader
+    # The exit_code grader judges the process, not what it printed.
+    if grader.type == "exit_code":
+        return _grade_exit_code(exit_code, expected)
+    document: Any = _MISSING
+    if spec.output == "json" or grader.field or grader.type == "json_equals":
+        try:
+            document = json.loads(output)
+        except ValueError:
+            # A harness that promises JSON and breaks it is broken, not wrong.
+            if spec.output == "json":
+                return _errored("output is not valid JSON")
+            return _failed(f"output is not valid JSON: {_preview(output)}")
+    subject: Any = document
+    if grader.field:
+        subject = _pick(document, grader.field)
+        if subject is _MISSING:
+            return _failed(f"field {grader.field} missing")
+    if grader.type == "json_equals":
+        if _json_equal(subject, expected):
+            return _passed("output equals expected")
+        return _failed(
+            f"expected {_preview(_as_text(expected))}, got {_preview(_as_text(subject))}"
+        )
+    # Without a field, text graders judge the output as printed (JSON or not).
+    text = _as_text(subject) if grader.field else output
+    return _grade_text(grader.type, text, expected)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 0:
+        return None
+    return float(value)
+
+
+def _usage_in(document: Any) -> dict[str, Any]:
+    """Usage fields at the top level, else under `usage`; junk values are ignored."""
+    if not isinstance(document, dict):
+        return {}
+    nested = document.get("usage")
+    sources = [document, nested] if isinstance(nested, dict) else [document]
+    found: dict[str, Any] = {}
+    for source in sources:
+        for key, names in (
+            ("total_cost_usd", ("total_cost_usd", "cost_usd")),
+            ("input_tokens", ("input_tokens",)),
+            ("output_tokens", ("output_tokens",)),
+        ):
+            if key in found:
+                continue
+            for name in names:
+                number = _number(source.get(name))
+                if number is None:
+                    continue
+                if key == "total_cost_usd":
+                    found[key] = number
+                elif number.is_integer():
+                    found[key] = int(number)
+                else:
+                    continue
+                break
+    return found
+
+
+def extract_usage(output: str, output_kind: str, advisory: dict[str, Any] | None) -> dict | None:
+    """Return the usage the output carries, else the runner's advisory usage, else None."""
+    document: Any = None
+    if output_kind == "json" or output.lstrip().startswith("{"):
+        try:
+            document = json.loads(output)
+        except ValueError:
+            document = None
+    found = _usage_in(document) or _usage_in(advisory)
+    return found or None

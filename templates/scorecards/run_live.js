@@ -1,0 +1,206 @@
+// The run page follows its run live: a WebSocket pushes new log lines and the run's state
+// as they change; if the socket cannot be used, the page polls the REST API instead.
+// Without JavaScript the page is complete as rendered; a reload shows the latest state.
+(function () {
+  "use strict";
+  var config = JSON.parse(document.getElementById("run-live").textContent);
+  var TERMINAL = ["succeeded", "failed", "canceled"];
+  var POLL_MS = 1500;
+  var after = config.after;
+  var terminal = config.terminal;
+  var logPanel = document.getElementById("log-lines");
+  var liveState = document.getElementById("live-state");
+  var pollTimer = null;
+
+  function el(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function setState(state, label) {
+    liveState.setAttribute("data-state", state);
+    liveState.textContent = label;
+  }
+
+  function appendLines(lines) {
+    var fresh = lines.filter(function (l) { return l.seq > after; });
+    if (!fresh.length) return;
+    var follow = logPanel.scrollTop + logPanel.clientHeight >= logPanel.scrollHeight - 8;
+    var empty = document.getElementById("log-empty");
+    if (empty) empty.parentNode.removeChild(empty);
+    fresh.forEach(function (l) {
+      var row = el("div", "log-line");
+      row.setAttribute("data-seq", l.seq);
+      row.appendChild(el("span", "log-case", l.case));
+      row.appendChild(document.createTextNode(l.line));
+      logPanel.appendChild(row);
+      after = l.seq;
+    });
+    if (follow) logPanel.scrollTop = logPanel.scrollHeight;
+  }
+
+  function badge(provenance) {
+    if (!provenance || !provenance.ran_on) return "";
+    var runner = String(provenance.runner || "");
+    var label = runner.indexOf("/") >= 0 ? runner.slice(runner.indexOf("/") + 1) : runner;
+    return [provenance.ran_on, label, provenance.by].filter(Boolean).join(" · ");
+  }
+
+  function cell(label, className, child) {
+    var td = el("td", className);
+    td.setAttribute("data-label", label);
+    if (typeof child === "string") td.textContent = child;
+    else if (child) td.appendChild(child);
+    return td;
+  }
+
+  function renderResults(results) {
+    var body = document.getElementById("run-results");
+    var rows = document.createDocumentFragment();
+    results.forEach(function (r) {
+      var tr = el("tr");
+      tr.setAttribute("data-case", r.case);
+      tr.appendChild(cell("Case", "wrap mono", r.case));
+      var verdict = el("span", "verdict v-" + r.verdict, r.verdict);
+      var vcell = cell("Verdict", "", verdict);
+      if (r.error) {
+        vcell.appendChild(document.createTextNode(" "));
+        vcell.appendChild(el("span", "small muted wrap", r.error));
+      }
+      tr.appendChild(vcell);
+      tr.appendChild(cell("Score", "", Number(r.score).toFixed(2)));
+      tr.appendChild(cell("Duration", "", (r.duration_ms / 1000).toFixed(1) + " s"));
+      var runner = String((r.provenance && r.provenance.runner) || "");
+      tr.appendChild(cell("Runner", "wrap", runner.slice(runner.indexOf("/") + 1) || "—"));
+      var text = badge(r.provenance);
+      tr.appendChild(cell("Provenance", "", text ? el("span", "badge self-hosted", text) : el("span", "muted", "—")));
+      rows.appendChild(tr);
+    });
+    if (!results.length) {
+      var empty = el("tr", "empty");
+      var td = el("td", "muted", "No case settled yet.");
+      td.setAttribute("colspan", "6");
+      empty.appendChild(td);
+      rows.appendChild(empty);
+    }
+    body.replaceChildren(rows);
+  }
+
+  function renderEvents(events) {
+    var list = document.getElementById("run-events");
+    var items = document.createDocumentFragment();
+    events.forEach(function (e) {
+      var li = el("li", e.level);
+      var at = el("time", "", String(e.at).slice(11, 19));
+      at.setAttribute("datetime", e.at);
+      li.appendChild(at);
+      li.appendChild(document.createTextNode(e.message));
+      items.appendChild(li);
+    });
+    list.replaceChildren(items);
+  }
+
+  function renderSummary(s) {
+    var done = s.pass + s.fail + s.error;
+    var progress = document.getElementById("run-progress");
+    progress.max = s.total || 1;
+    progress.value = done;
+    var summary = document.getElementById("run-summary");
+    var parts = document.createDocumentFragment();
+    var text = el("span");
+    text.id = "progress-text";
+    text.appendChild(el("strong", "", done + "/" + s.total));
+    text.appendChild(document.createTextNode(" done"));
+    parts.appendChild(text);
+    parts.appendChild(el("span", "v-pass", s.pass + " pass"));
+    parts.appendChild(el("span", "v-fail", s.fail + " fail"));
+    parts.appendChild(el("span", "v-error", s.error + " error"));
+    parts.appendChild(el("span", "muted", s.running + " running · " + s.pending + " waiting"));
+    parts.appendChild(el("span", "", "pass rate " +
+      (s.pass_rate === null ? "—" : Math.round(s.pass_rate * 100) + "%")));
+    summary.replaceChildren(parts);
+    document.getElementById("run-cost").firstChild.textContent =
+      "Reported cost $" + (s.cost_usd || 0) + " — provenance only: a self-hosted run spends " +
+      "the member's own login and is not billed to the workspace budget.";
+  }
+
+  function renderRun(run) {
+    var status = document.getElementById("run-status");
+    status.textContent = run.status;
+    status.className = "status st-" + run.status;
+    renderSummary(run.summary);
+    renderEvents(run.events);
+    renderResults(run.results);
+    if (run.finished_at) {
+      var finished = document.getElementById("run-finished");
+      var at = el("time", "", String(run.finished_at).replace("T", " ").slice(0, 19));
+      at.setAttribute("datetime", run.finished_at);
+      finished.replaceChildren(at);
+    }
+    terminal = TERMINAL.indexOf(run.status) >= 0;
+    var cancel = document.getElementById("cancel-form");
+    if (terminal && cancel) cancel.parentNode.removeChild(cancel);
+    if (terminal) setState("finished", "finished");
+  }
+
+  function getJSON(url) {
+    return fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (reply) {
+        if (!reply.ok) throw new Error(url + " answered " + reply.status);
+        return reply.json();
+      });
+  }
+
+  function poll() {
+    if (pollTimer !== null) return;
+    setState("polling", "polling");
+    var busy = false;
+    function tick() {
+      if (busy) return;
+      busy = true;
+      var wasTerminal = terminal;
+      getJSON(config.logs_api + "?after=" + after)
+        .then(function (lines) {
+          appendLines(lines);
+          return getJSON(config.api);
+        })
+        .then(function (run) {
+          renderRun(run);
+          // One more pass after the run ends picks up its last lines, then stop.
+          if (wasTerminal && terminal) {
+            clearInterval(pollTimer);
+            setState("finished", "finished");
+          }
+        })
+        .catch(function () { setState("polling", "polling (server unreachable, retrying)"); })
+        .then(function () { busy = false; });
+    }
+    pollTimer = setInterval(tick, POLL_MS);
+    tick();
+  }
+
+  function connect() {
+    if (!("WebSocket" in window)) return poll();
+    var scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
+    var socket;
+    try {
+      socket = new WebSocket(scheme + window.location.host + config.socket + "?after=" + after);
+    } catch (error) {
+      return poll();
+    }
+    socket.onopen = function () { setState("live", "live"); };
+    socket.onmessage = function (event) {
+      var message = JSON.parse(event.data);
+      if (message.type === "logs") appendLines(message.lines);
+      else if (message.type === "run") renderRun(message.run);
+    };
+    socket.onclose = function () {
+      if (terminal) setState("finished", "finished");
+      else poll();
+    };
+  }
+
+  if (!terminal) connect();
+})();

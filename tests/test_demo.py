@@ -1,0 +1,118 @@
+"""`make demo` end to end: a scored summary from a fresh database, and nothing left on Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.live import ROOT, free_port
+
+pytestmark = pytest.mark.e2e
+
+SUMMARY_WITHIN_S = 120
+
+
+def _read_until(proc: Demo, marker: str, timeout_s: float) -> str:
+    """Wait for `marker` in the demo's output (or fail showing what it printed)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        output = proc.output.read_text(errors="replace")
+        if marker in output:
+            return output
+        if proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    pytest.fail(f"no {marker!r} within {timeout_s}s; the demo printed:\n{proc.output.read_text()}")
+
+
+class Demo(subprocess.Popen[bytes]):
+    output: Path
+
+
+def _run_demo(tmp_path: Path, port: int) -> Demo:
+    env = {
+        **os.environ,
+        # A scratch embedded database: the demo migrates and seeds it from nothing.
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'demo.sqlite3'}",
+        "EVERDICT_DEMO_PORT": str(port),
+        "COLUMNS": "120",
+    }
+    output = tmp_path / f"demo-{port}.out"
+    with output.open("wb") as sink:
+        proc = Demo(
+            [sys.executable, "-m", "everdict.demo", "--state-dir", str(tmp_path)],
+            cwd=ROOT,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    proc.output = output
+    return proc
+
+
+def _stop(proc: Demo) -> tuple[int, list[psutil.Process]]:
+    """Ctrl-C the demo; return its exit code and the descendants it had just before."""
+    children = psutil.Process(proc.pid).children(recursive=True)
+    proc.send_signal(signal.SIGINT)
+    code = proc.wait(30)
+    _, alive = psutil.wait_procs(children, timeout=5)
+    return code, alive
+
+
+def test_the_demo_prints_a_scored_summary_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    port = free_port()
+    proc = _run_demo(tmp_path, port)
+    try:
+        output = _read_until(proc, "press Ctrl-C to stop", SUMMARY_WITHIN_S)
+        names = {p.name() for p in psutil.Process(proc.pid).children(recursive=True)}
+        code, left = _stop(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+    assert "Pass rate: 70% (7 pass, 3 fail, 0 error)" in output
+    assert "capital-australia" in output and "power" in output and "trivia" in output
+    assert f"http://127.0.0.1:{port}/runs/1/" in output
+    assert "demo / demo" in output
+    assert names  # it did start the server, the scheduler and the runner
+    assert code == 0
+    assert left == [], f"processes left behind: {left}"
+    assert (tmp_path / "demo-runner.json").stat().st_mode & 0o077 == 0
+
+
+def test_a_second_demo_start_reuses_what_the_first_seeded(tmp_path: Path) -> None:
+    for expected_run in (1, 2):
+        port = free_port()
+        proc = _run_demo(tmp_path, port)
+        try:
+            output = _read_until(proc, "press Ctrl-C to stop", SUMMARY_WITHIN_S)
+            _, left = _stop(proc)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert f"/runs/{expected_run}/" in output
+        assert "Starting runner #1 " in output  # the same runner, from its config file
+        assert left == []
+
+
+def test_the_demo_refuses_a_port_in_use_clearly(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = _run_demo(tmp_path, port)
+        proc.wait(60)
+    output = proc.output.read_text()
+
+    assert proc.returncode == 1
+    assert f"port {port} on 127.0.0.1 is already in use" in output
+    assert "--port" in output
