@@ -611,6 +611,38 @@ def jobs_cancel(*, run_id: int) -> list[RunnerJob]:
     return jobs
 
 
+def job_requeue(*, job_id: int, reason: str) -> RunnerJob | None:
+    """Put an open job back in the queue now (an operator's action); its attempt, if one is
+    executing, is superseded so its runner's later calls are fenced off. None if closed."""
+    job = _locked_job(job_id)
+    if job is None or job.status not in (JobStatus.LEASED, JobStatus.QUEUED):
+        return None
+    now = timezone.now()
+    if job.status == JobStatus.LEASED:
+        JobAttempt.objects.filter(
+            pk=job.current_attempt_id, status=AttemptStatus.EXECUTING
+        ).update(status=AttemptStatus.SUPERSEDED, ended_at=now, reason=reason[:500])
+        # Bumping the epoch fences the old holder even before anyone claims the job.
+        RunnerJob.objects.filter(pk=job.pk).update(lease_epoch=F("lease_epoch") + 1)
+        job.lease_epoch += 1
+    _requeue(job, now)
+    return job
+
+
+def job_abort(*, job_id: int, reason: str) -> RunnerJob | None:
+    """End an open job as failed (an operator's action). None if it was already closed."""
+    job = _locked_job(job_id)
+    if job is None or job.is_terminal:
+        return None
+    now = timezone.now()
+    if job.status == JobStatus.LEASED:
+        JobAttempt.objects.filter(
+            pk=job.current_attempt_id, status=AttemptStatus.EXECUTING
+        ).update(status=AttemptStatus.FAILED, ended_at=now, reason=reason[:500])
+    _end(job, JobStatus.FAILED, reason, now)
+    return job
+
+
 def jobs_release_from(*, runner: Runner) -> list[RunnerJob]:
     """Requeue the `self:any` jobs a runner holds (it was revoked); its attempts are left to
     be superseded by the next claim. Jobs pinned to it are not touched."""

@@ -5,6 +5,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from runners.admin import RunnerJobAdmin
 from scorecards.models import (
     Case,
     CaseResult,
@@ -15,6 +16,7 @@ from scorecards.models import (
     RunEvent,
     Workspace,
 )
+from scorecards.services import operator_job_fail, operator_job_requeue
 
 
 class _ReadOnlyInline(admin.TabularInline):
@@ -108,3 +110,26 @@ class CaseResultAdmin(admin.ModelAdmin):
     search_fields = ["case__key"]
     list_select_related = ["run", "case", "runner"]
     raw_id_fields = ["run", "case", "attempt", "runner"]
+
+
+# Operator actions on the queue live here, beside the services that record their results:
+# the runners app knows nothing of results and must not import this one.
+@admin.action(description="Requeue selected open jobs now (fences off their runner)")
+def requeue_jobs(modeladmin: Any, request: HttpRequest, queryset: Any) -> None:
+    done = sum(
+        operator_job_requeue(job_id=pk, operator=request.user)
+        for pk in queryset.values_list("pk", flat=True)
+    )
+    modeladmin.message_user(request, f"Requeued {done} job(s); closed ones were left alone.")
+
+
+@admin.action(description="Fail selected open jobs (records an error result)")
+def fail_jobs(modeladmin: Any, request: HttpRequest, queryset: Any) -> None:
+    done = sum(
+        operator_job_fail(job_id=pk, operator=request.user)
+        for pk in queryset.values_list("pk", flat=True)
+    )
+    modeladmin.message_user(request, f"Failed {done} job(s); closed ones were left alone.")
+
+
+RunnerJobAdmin.actions = [*(RunnerJobAdmin.actions or []), requeue_jobs, fail_jobs]

@@ -484,6 +484,30 @@ def scheduler_complete_one_run() -> bool:
     return True
 
 
+def operator_job_requeue(*, job_id: int, operator: Any) -> bool:
+    """Requeue an open job now (Django admin); its current runner is fenced off."""
+    with transaction.atomic():
+        run = _locked_run_of(job_id)
+        job = queue.job_requeue(job_id=job_id, reason=f"requeued by {operator.get_username()}")
+        if job is None or run is None:
+            return False
+        _event(run, f"Case {job.case_key}: requeued by operator {operator.get_username()}.")
+    return True
+
+
+def operator_job_fail(*, job_id: int, operator: Any) -> bool:
+    """Fail an open job now (Django admin), recording an `error` result for its case."""
+    reason = f"failed by operator {operator.get_username()}"
+    with transaction.atomic():
+        run = _locked_run_of(job_id)
+        job = queue.job_abort(job_id=job_id, reason=reason)
+        if job is None or run is None:
+            return False
+        _record_error(run, job, reason, runner=None)
+        _run_advance(run)
+    return True
+
+
 SCHEDULER_STEPS = (
     scheduler_expire_one_lease,
     scheduler_settle_one_revoked,

@@ -357,3 +357,38 @@ def test_concurrent_claims_never_lease_a_job_twice(alice: Any, workspace: Any) -
     assert len(taken) == 200
     assert len(set(taken)) == 200
     assert RunnerJob.objects.filter(status=JobStatus.LEASED).count() == 200
+
+
+def test_an_operator_requeue_fences_off_the_old_holder(alice: Any, laptop: Any) -> None:
+    from scorecards.services import operator_job_fail, operator_job_requeue
+
+    run = start(alice, laptop, concurrency=2)
+    grant = lease_one(laptop)
+    assert operator_job_requeue(job_id=grant.job.pk, operator=alice)
+    assert not queue.job_heartbeat(runner=laptop, job_id=grant.job.pk, lease_epoch=1).accepted
+    assert JobAttempt.objects.get(pk=grant.attempt.pk).status == AttemptStatus.SUPERSEDED
+    again = lease_one(laptop)
+    assert again.job.pk == grant.job.pk and again.job.lease_epoch == 3
+    assert operator_job_fail(job_id=again.job.pk, operator=alice)
+    assert not operator_job_fail(job_id=again.job.pk, operator=alice)
+    row = CaseResultRow.objects.get(run=run, case__key=again.job.case_key)
+    assert row.verdict == "error" and "operator alice" in row.error
+
+
+def test_admin_actions_requeue_and_fail_jobs(admin_client: Any, alice: Any, laptop: Any) -> None:
+    run = start(alice, laptop, concurrency=3)
+    grant = lease_one(laptop)
+    reply = admin_client.post(
+        "/admin/runners/runnerjob/",
+        {"action": "requeue_jobs", "_selected_action": [grant.job.pk]},
+        follow=True,
+    )
+    assert reply.status_code == 200
+    assert RunnerJob.objects.get(pk=grant.job.pk).status == JobStatus.QUEUED
+    ids = list(run.jobs.values_list("pk", flat=True))
+    admin_client.post(
+        "/admin/runners/runnerjob/", {"action": "fail_jobs", "_selected_action": ids}
+    )
+    run.refresh_from_db()
+    assert run.status == RunStatus.FAILED
+    assert CaseResultRow.objects.filter(run=run, verdict="error").count() == 3
