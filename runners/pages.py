@@ -3,8 +3,10 @@ from __future__ import annotations
 from django.urls import path
 
 from runners import views
+from runners.metrics import metrics_view
 
 urlpatterns = [
+    path("metrics", metrics_view, name="metrics"),
     path("account/", views.account, name="account"),
     path("account/runners/pair", views.runner_pair_view, name="runner-pair"),
     path("account/runners/<int:runner_id>/revoke", views.runner_revoke_view, name="runner-revoke"),

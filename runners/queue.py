@@ -21,7 +21,7 @@ from django.db import connection, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
-from runners import wakeup
+from runners import metrics, wakeup
 from runners.models import (
     AttemptStatus,
     JobAttempt,
@@ -175,6 +175,9 @@ def _grant(runner: Runner, jobs: list[RunnerJob]) -> list[LeasedJob]:
     for job in jobs:
         job.lease_epoch += 1
         job.attempts += 1
+        if job.queued_at is not None:
+            metrics.QUEUE_WAIT.observe(max(0.0, (now - job.queued_at).total_seconds()))
+    metrics.LEASES.inc(len(jobs))
     attempts = JobAttempt.objects.bulk_create(
         [JobAttempt(job=j, epoch=j.lease_epoch, runner=runner, started_at=now) for j in jobs]
     )
@@ -306,6 +309,7 @@ def job_heartbeat(
         return HeartbeatAck(accepted=True)
     job = RunnerJob.objects.filter(pk=job_id).first()
     reason = _refusal(job, runner, lease_epoch)
+    metrics.fenced("heartbeat_job", reason)
     return HeartbeatAck(accepted=False, cancel=reason == "canceled", reason=reason)
 
 
@@ -322,7 +326,9 @@ def job_report_log(
     )
     if job is None:
         found = RunnerJob.objects.filter(pk=job_id).first()
-        return Ack(accepted=False, reason=_refusal(found, runner, lease_epoch))
+        reason = _refusal(found, runner, lease_epoch)
+        metrics.fenced("report_case_log", reason)
+        return Ack(accepted=False, reason=reason)
     now = timezone.now()
     JobLogLine.objects.bulk_create(
         [JobLogLine(job_id=job.pk, run_id=job.run_id, epoch=lease_epoch, at=now, line=line)
@@ -357,7 +363,9 @@ def job_settle(
             ).exists()
         ):
             return Settlement(accepted=True, reason="duplicate", job=job, duplicate=True)
-        return Settlement(accepted=False, reason=_refusal(job, runner, lease_epoch))
+        reason = _refusal(job, runner, lease_epoch)
+        metrics.fenced("submit_job_result", reason)
+        return Settlement(accepted=False, reason=reason)
     now = timezone.now()
     job.status = JobStatus.SUCCEEDED if succeeded else JobStatus.FAILED
     job.finished_at = now
@@ -372,6 +380,7 @@ def job_settle(
         result_digest=result_digest,
         reason=reason[:500],
     )
+    metrics.SETTLED.labels(status=job.status).inc()
     return Settlement(accepted=True, job=job, ended=True)
 
 
@@ -381,19 +390,22 @@ def job_fail(
     """End the fenced attempt as failed: requeue it when retryable and attempts remain."""
     job = _locked_job(job_id)
     if job is None or not _holds(job, runner, lease_epoch):
-        return Settlement(accepted=False, reason=_refusal(job, runner, lease_epoch))
+        reason = _refusal(job, runner, lease_epoch)
+        metrics.fenced("fail_job", reason)
+        return Settlement(accepted=False, reason=reason)
     now = timezone.now()
     JobAttempt.objects.filter(pk=job.current_attempt_id).update(
         status=AttemptStatus.FAILED, ended_at=now, reason=message[:500]
     )
     if retryable and job.attempts < job.max_attempts:
-        _requeue(job, now)
+        _requeue(job, now, "retryable_failure")
         return Settlement(accepted=True, job=job, requeued=True)
     _end(job, JobStatus.FAILED, message, now)
     return Settlement(accepted=True, job=job, ended=True)
 
 
-def _requeue(job: RunnerJob, now: datetime) -> None:
+def _requeue(job: RunnerJob, now: datetime, reason: str) -> None:
+    metrics.REQUEUES.labels(reason=reason).inc()
     job.status = JobStatus.QUEUED
     job.leased_by = None
     job.leased_until = None
@@ -405,6 +417,7 @@ def _requeue(job: RunnerJob, now: datetime) -> None:
 
 
 def _end(job: RunnerJob, status: str, reason: str, now: datetime) -> None:
+    metrics.SETTLED.labels(status=status).inc()
     job.status = status
     job.finished_at = now
     job.leased_until = None
@@ -524,7 +537,7 @@ def lease_expire_one(*, now: datetime | None = None) -> Ended | None:
         status=AttemptStatus.EXPIRED, ended_at=now, reason="no heartbeat within the lease"
     )
     if job.attempts < job.max_attempts:
-        _requeue(job, now)
+        _requeue(job, now, "lease_expired")
         return Ended(requeued=[job])
     _end(job, JobStatus.FAILED, f"lease expired after {job.attempts} attempts", now)
     return Ended(jobs=[job])
@@ -625,7 +638,7 @@ def job_requeue(*, job_id: int, reason: str) -> RunnerJob | None:
         # Bumping the epoch fences the old holder even before anyone claims the job.
         RunnerJob.objects.filter(pk=job.pk).update(lease_epoch=F("lease_epoch") + 1)
         job.lease_epoch += 1
-    _requeue(job, now)
+    _requeue(job, now, "operator")
     return job
 
 
@@ -652,6 +665,7 @@ def jobs_release_from(*, runner: Runner) -> list[RunnerJob]:
         )
     )
     if jobs:
+        metrics.REQUEUES.labels(reason="runner_revoked").inc(len(jobs))
         RunnerJob.objects.filter(pk__in=[j.pk for j in jobs]).update(
             status=JobStatus.QUEUED, leased_by=None, leased_until=None, queued_at=timezone.now()
         )

@@ -1,0 +1,95 @@
+"""Prometheus metrics of the queue: counters on the hot path, depth gauges at scrape time.
+
+Counters are per process (each replica is scraped on its own); the queue depth and
+runners online are read from the database when scraped, so every replica reports the
+same shared truth for them.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Iterable
+
+from django.conf import settings
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
+from prometheus_client.core import REGISTRY, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from everdict.tokens import digest
+
+LEASES = Counter("everdict_leases", "Jobs leased to runners.")
+LEASE_CALLS = Counter("everdict_lease_calls", "lease_job calls answered.", ["outcome"])
+QUEUE_WAIT = Histogram(
+    "everdict_job_queue_wait_seconds",
+    "From a job becoming claimable to its lease (for an idle long-poller: the wake latency).",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300),
+)
+REQUEUES = Counter("everdict_requeues", "Jobs put back in the queue.", ["reason"])
+FENCED = Counter(
+    "everdict_fenced_calls", "Runner calls refused by the lease fence.", ["call", "reason"]
+)
+SETTLED = Counter("everdict_jobs_settled", "Jobs that reached a terminal state.", ["status"])
+
+
+def fenced(call: str, reason: str) -> None:
+    kind = "stale" if reason.startswith("stale") else reason.split(":")[0][:40]
+    FENCED.labels(call=call, reason=kind).inc()
+
+
+class _QueueCollector(Collector):
+    def describe(self) -> Iterable[Metric]:
+        # Registration must not query the database (it may not exist yet).
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        from runners.models import JobStatus, Runner, RunnerJob
+        from runners.wakeup import hub
+
+        depth = GaugeMetricFamily(
+            "everdict_queue_jobs", "Jobs in the queue by state.", labels=["status"]
+        )
+        counts = dict.fromkeys(JobStatus.values, 0)
+        rows = RunnerJob.objects.values("status").annotate(n=Count("pk")).order_by()
+        counts.update({row["status"]: row["n"] for row in rows})
+        for status, n in counts.items():
+            depth.add_metric([status], n)
+        yield depth
+        yield GaugeMetricFamily(
+            "everdict_runners_online",
+            "Runners seen within the presence window.",
+            value=Runner.objects.online().count(),
+        )
+        yield GaugeMetricFamily(
+            "everdict_parked_long_polls",
+            "lease_job calls parked in this process.",
+            value=hub.parked(),
+        )
+
+
+_collector = _QueueCollector()
+REGISTRY.register(_collector)
+
+
+def _allowed(request: HttpRequest) -> bool:
+    mode = settings.EVERDICT_METRICS
+    if mode == "open":
+        return True
+    if mode == "loopback":
+        try:
+            return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
+        except ValueError:
+            return False
+    header = request.headers.get("Authorization", "")
+    return header.startswith("Bearer ") and hmac.compare_digest(
+        digest(header[7:].strip()), digest(mode)
+    )
+
+
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    """Serve /metrics to loopback callers, everyone, or a bearer of the configured token."""
+    if not _allowed(request):
+        return HttpResponse("metrics are not available to this caller\n", status=403)
+    return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
