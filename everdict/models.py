@@ -1,24 +1,26 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
-
-from everdict import tokens
 
 
 class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
     def active(self) -> ApiKeyQuerySet:
         return self.filter(revoked_at__isnull=True)
 
-    def owned_by(self, user: object) -> ApiKeyQuerySet:
+    def owned_by(self, user: Any) -> ApiKeyQuerySet:
         return self.filter(user=user)
 
 
 class ApiKey(models.Model):
     """A personal `evk_` key for agents and scripts. Only its SHA-256 is stored."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys"
+    )
     name = models.CharField(max_length=100, blank=True)
     prefix = models.CharField(max_length=16)
     key_hash = models.CharField(max_length=64, unique=True, editable=False)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -9,7 +10,7 @@ from django.utils import timezone
 
 
 class RunnerQuerySet(models.QuerySet["Runner"]):
-    def owned_by(self, user: object) -> RunnerQuerySet:
+    def owned_by(self, user: Any) -> RunnerQuerySet:
         return self.filter(owner=user)
 
     def active(self) -> RunnerQuerySet:
@@ -138,9 +139,7 @@ class RunnerJob(models.Model):
             models.Index(
                 fields=["leased_until"], condition=Q(status="leased"), name="runnerjob_leased"
             ),
-            models.Index(
-                fields=["queued_at"], condition=Q(status="queued"), name="runnerjob_idle"
-            ),
+            models.Index(fields=["queued_at"], condition=Q(status="queued"), name="runnerjob_idle"),
             models.Index(fields=["run", "status", "seq"], name="runnerjob_run_status"),
         ]
         constraints = [

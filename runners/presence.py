@@ -9,8 +9,8 @@ from django.core.cache import cache
 from django.db.models import Q
 from django.utils import timezone
 
-from runners.models import Runner
 from runnercli.protocol import MAX_STATUS_CHARS
+from runners.models import Runner
 
 
 def _status_key(runner_id: int) -> str:
@@ -31,9 +31,7 @@ def runner_touch(*, runner: Runner, status: str | None = None) -> None:
         ).update(last_seen_at=now)
         runner.last_seen_at = now
     if status:
-        cache.set(
-            _status_key(runner.pk), status[:MAX_STATUS_CHARS], settings.EVERDICT_STATUS_TTL_S
-        )
+        cache.set(_status_key(runner.pk), status[:MAX_STATUS_CHARS], settings.EVERDICT_STATUS_TTL_S)
 
 
 def runner_statuses(runner_ids: list[int]) -> dict[int, str]:

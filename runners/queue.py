@@ -18,9 +18,17 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, F, Q
+from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
+from runnercli.protocol import (
+    MAX_JOBS_PER_LEASE,
+    MAX_WAIT_MS,
+    Ack,
+    CaseJob,
+    HeartbeatAck,
+    Lease,
+)
 from runners import metrics, wakeup
 from runners.models import (
     AttemptStatus,
@@ -32,14 +40,6 @@ from runners.models import (
     RunnerJob,
 )
 from runners.presence import runner_touch
-from runnercli.protocol import (
-    MAX_JOBS_PER_LEASE,
-    MAX_WAIT_MS,
-    Ack,
-    CaseJob,
-    HeartbeatAck,
-    Lease,
-)
 
 # SQLite has no JSON containment: claims filter a batch of candidates in Python.
 _SQLITE_CANDIDATE_BATCH = 200
@@ -149,8 +149,9 @@ def _claimable(runner: Runner, limit: int) -> list[RunnerJob]:
         # The partial index on (owner, created_at, id) WHERE status='queued' serves this;
         # SKIP LOCKED lets concurrent claimers pass each other instead of queueing.
         return list(
-            base.filter(required_capabilities__contained_by=list(runner.capabilities or []))
-            .select_for_update(skip_locked=True, of=("self",))[:limit]
+            base.filter(
+                required_capabilities__contained_by=list(runner.capabilities or [])
+            ).select_for_update(skip_locked=True, of=("self",))[:limit]
         )
     # SQLite: the IMMEDIATE transaction already holds the single write lock.
     have = set(runner.capabilities or [])
@@ -202,7 +203,8 @@ def _grant(runner: Runner, jobs: list[RunnerJob]) -> list[LeasedJob]:
             raise RuntimeError("claimed job changed under its lock")
     else:
         RunnerJob.objects.bulk_update(
-            jobs, ["status", "leased_by", "leased_until", "lease_epoch", "attempts", "current_attempt"]
+            jobs,
+            ["status", "leased_by", "leased_until", "lease_epoch", "attempts", "current_attempt"],
         )
     return [LeasedJob(job=j, attempt=a) for j, a in zip(jobs, attempts, strict=True)]
 
@@ -257,7 +259,7 @@ def job_release(*, runner: Runner, job_id: int, lease_epoch: int) -> bool:
         job = _locked_job(job_id)
         if job is None or not _holds(job, runner, lease_epoch):
             return False
-        JobAttempt.objects.filter(pk=job.current_attempt_id).update(
+        _current_attempt(job).update(
             status=AttemptStatus.SUPERSEDED, ended_at=now, reason="lease not delivered"
         )
         RunnerJob.objects.filter(pk=job.pk).update(
@@ -275,6 +277,11 @@ def job_release(*, runner: Runner, job_id: int, lease_epoch: int) -> bool:
 
 def _locked_job(job_id: int) -> RunnerJob | None:
     return RunnerJob.objects.select_for_update(of=("self",)).filter(pk=job_id).first()
+
+
+def _current_attempt(job: RunnerJob) -> QuerySet[JobAttempt]:
+    """The attempt the job names (none if it never had one)."""
+    return JobAttempt.objects.filter(pk=job.current_attempt_id or 0)
 
 
 def _holds(job: RunnerJob, runner: Runner, lease_epoch: int) -> bool:
@@ -313,9 +320,7 @@ def job_heartbeat(
     return HeartbeatAck(accepted=False, cancel=reason == "canceled", reason=reason)
 
 
-def job_report_log(
-    *, runner: Runner, job_id: int, lease_epoch: int, lines: Sequence[str]
-) -> Ack:
+def job_report_log(*, runner: Runner, job_id: int, lease_epoch: int, lines: Sequence[str]) -> Ack:
     """Append log lines to the job's run, read from the lease, never from the caller."""
     job = (
         RunnerJob.objects.filter(
@@ -331,8 +336,10 @@ def job_report_log(
         return Ack(accepted=False, reason=reason)
     now = timezone.now()
     JobLogLine.objects.bulk_create(
-        [JobLogLine(job_id=job.pk, run_id=job.run_id, epoch=lease_epoch, at=now, line=line)
-         for line in lines]
+        [
+            JobLogLine(job_id=job.pk, run_id=job.run_id, epoch=lease_epoch, at=now, line=line)
+            for line in lines
+        ]
     )
     return Ack(accepted=True)
 
@@ -358,9 +365,7 @@ def job_settle(
             and job.status in (JobStatus.SUCCEEDED, JobStatus.FAILED)
             and job.leased_by_id == runner.pk
             and job.lease_epoch == lease_epoch
-            and JobAttempt.objects.filter(
-                pk=job.current_attempt_id, result_digest=result_digest
-            ).exists()
+            and _current_attempt(job).filter(result_digest=result_digest).exists()
         ):
             return Settlement(accepted=True, reason="duplicate", job=job, duplicate=True)
         reason = _refusal(job, runner, lease_epoch)
@@ -374,7 +379,7 @@ def job_settle(
     RunnerJob.objects.filter(pk=job.pk).update(
         status=job.status, finished_at=now, leased_until=None, reason=job.reason
     )
-    JobAttempt.objects.filter(pk=job.current_attempt_id).update(
+    _current_attempt(job).update(
         status=AttemptStatus.SUCCEEDED if succeeded else AttemptStatus.FAILED,
         ended_at=now,
         result_digest=result_digest,
@@ -394,9 +399,7 @@ def job_fail(
         metrics.fenced("fail_job", reason)
         return Settlement(accepted=False, reason=reason)
     now = timezone.now()
-    JobAttempt.objects.filter(pk=job.current_attempt_id).update(
-        status=AttemptStatus.FAILED, ended_at=now, reason=message[:500]
-    )
+    _current_attempt(job).update(status=AttemptStatus.FAILED, ended_at=now, reason=message[:500])
     if retryable and job.attempts < job.max_attempts:
         _requeue(job, now, "retryable_failure")
         return Settlement(accepted=True, job=job, requeued=True)
@@ -430,9 +433,21 @@ def _end(job: RunnerJob, status: str, reason: str, now: datetime) -> None:
 # ------------------------------------------------------------- admission and sweeps
 
 _PARK_COLUMNS = (
-    "owner_id", "runner_id", "run_id", "seq", "case_key", "batch_id", "payload",
-    "required_capabilities", "status", "lease_epoch", "attempts", "max_attempts",
-    "created_at", "queued_at", "reason",
+    "owner_id",
+    "runner_id",
+    "run_id",
+    "seq",
+    "case_key",
+    "batch_id",
+    "payload",
+    "required_capabilities",
+    "status",
+    "lease_epoch",
+    "attempts",
+    "max_attempts",
+    "created_at",
+    "queued_at",
+    "reason",
 )
 
 
@@ -460,10 +475,21 @@ def jobs_park(
         for seq, (key, case_input) in enumerate(cases):
             queued = seq < admit
             yield (
-                owner_id, runner_id, run_id, seq, key, batch.pk,
-                json.dumps({"case": {"key": key, "input": case_input}}), capabilities,
-                JobStatus.QUEUED if queued else JobStatus.PENDING, 0, 0, max_attempts,
-                now, now if queued else None, "",
+                owner_id,
+                runner_id,
+                run_id,
+                seq,
+                key,
+                batch.pk,
+                json.dumps({"case": {"key": key, "input": case_input}}),
+                capabilities,
+                JobStatus.QUEUED if queued else JobStatus.PENDING,
+                0,
+                0,
+                max_attempts,
+                now,
+                now if queued else None,
+                "",
             )
 
     table = RunnerJob._meta.db_table
@@ -484,7 +510,6 @@ def jobs_park(
     if admit:
         wakeup.notify_owners([owner_id])
     return count
-
 
 
 def jobs_admit(*, run_id: int, limit: int) -> int:
@@ -508,10 +533,7 @@ def jobs_admit(*, run_id: int, limit: int) -> int:
 
 def run_job_counts(run_id: int) -> dict[str, int]:
     rows = (
-        RunnerJob.objects.filter(run_id=run_id)
-        .values("status")
-        .annotate(n=Count("pk"))
-        .order_by()
+        RunnerJob.objects.filter(run_id=run_id).values("status").annotate(n=Count("pk")).order_by()
     )
     counts = {status: 0 for status in JobStatus.values}
     counts.update({row["status"]: row["n"] for row in rows})
@@ -533,7 +555,7 @@ def lease_expire_one(*, now: datetime | None = None) -> Ended | None:
     )
     if job is None:
         return None
-    JobAttempt.objects.filter(pk=job.current_attempt_id, status=AttemptStatus.EXECUTING).update(
+    _current_attempt(job).filter(status=AttemptStatus.EXECUTING).update(
         status=AttemptStatus.EXPIRED, ended_at=now, reason="no heartbeat within the lease"
     )
     if job.attempts < job.max_attempts:
@@ -588,7 +610,7 @@ def jobs_of_revoked_runner_one() -> Ended | None:
     ended = list(
         RunnerJob.objects.select_for_update(of=("self",)).filter(
             run_id=job.run_id,
-            runner_id=job.runner_id,
+            runner_id=job.runner_id or 0,
             status__in=(JobStatus.PENDING, JobStatus.QUEUED, JobStatus.LEASED),
         )
     )
@@ -632,9 +654,9 @@ def job_requeue(*, job_id: int, reason: str) -> RunnerJob | None:
         return None
     now = timezone.now()
     if job.status == JobStatus.LEASED:
-        JobAttempt.objects.filter(
-            pk=job.current_attempt_id, status=AttemptStatus.EXECUTING
-        ).update(status=AttemptStatus.SUPERSEDED, ended_at=now, reason=reason[:500])
+        _current_attempt(job).filter(status=AttemptStatus.EXECUTING).update(
+            status=AttemptStatus.SUPERSEDED, ended_at=now, reason=reason[:500]
+        )
         # Bumping the epoch fences the old holder even before anyone claims the job.
         RunnerJob.objects.filter(pk=job.pk).update(lease_epoch=F("lease_epoch") + 1)
         job.lease_epoch += 1
@@ -649,9 +671,9 @@ def job_abort(*, job_id: int, reason: str) -> RunnerJob | None:
         return None
     now = timezone.now()
     if job.status == JobStatus.LEASED:
-        JobAttempt.objects.filter(
-            pk=job.current_attempt_id, status=AttemptStatus.EXECUTING
-        ).update(status=AttemptStatus.FAILED, ended_at=now, reason=reason[:500])
+        _current_attempt(job).filter(status=AttemptStatus.EXECUTING).update(
+            status=AttemptStatus.FAILED, ended_at=now, reason=reason[:500]
+        )
     _end(job, JobStatus.FAILED, reason, now)
     return job
 

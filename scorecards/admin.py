@@ -132,4 +132,4 @@ def fail_jobs(modeladmin: Any, request: HttpRequest, queryset: Any) -> None:
     modeladmin.message_user(request, f"Failed {done} job(s); closed ones were left alone.")
 
 
-RunnerJobAdmin.actions = [*(RunnerJobAdmin.actions or []), requeue_jobs, fail_jobs]
+setattr(RunnerJobAdmin, "actions", [requeue_jobs, fail_jobs])  # noqa: B010

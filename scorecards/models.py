@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -18,7 +20,7 @@ ROLE_RANK = {Role.VIEWER: 0, Role.MEMBER: 1, Role.ADMIN: 2, Role.OWNER: 3}
 
 
 class WorkspaceQuerySet(models.QuerySet["Workspace"]):
-    def visible_to(self, user: object) -> WorkspaceQuerySet:
+    def visible_to(self, user: Any) -> WorkspaceQuerySet:
         return self.filter(memberships__user=user)
 
 
@@ -143,7 +145,7 @@ TERMINAL_RUN_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCEL
 
 
 class RunQuerySet(models.QuerySet["Run"]):
-    def visible_to(self, user: object) -> RunQuerySet:
+    def visible_to(self, user: Any) -> RunQuerySet:
         return self.filter(workspace__memberships__user=user)
 
 

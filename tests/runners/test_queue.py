@@ -131,10 +131,12 @@ def test_heartbeat_extends_only_the_current_holders_lease(alice: Any, laptop: An
     start(alice, laptop)
     grant = lease_one(laptop)
     before = RunnerJob.objects.get(pk=grant.job.pk).leased_until
+    assert before is not None
     with time_machine.travel(timezone.now() + timedelta(seconds=10)):
         ack = queue.job_heartbeat(runner=laptop, job_id=grant.job.pk, lease_epoch=1)
     assert ack.accepted and not ack.cancel
-    assert RunnerJob.objects.get(pk=grant.job.pk).leased_until > before
+    after = RunnerJob.objects.get(pk=grant.job.pk).leased_until
+    assert after is not None and after > before
     stale = queue.job_heartbeat(runner=laptop, job_id=grant.job.pk, lease_epoch=0)
     assert not stale.accepted and "stale" in stale.reason
 
@@ -386,9 +388,7 @@ def test_admin_actions_requeue_and_fail_jobs(admin_client: Any, alice: Any, lapt
     assert reply.status_code == 200
     assert RunnerJob.objects.get(pk=grant.job.pk).status == JobStatus.QUEUED
     ids = list(run.jobs.values_list("pk", flat=True))
-    admin_client.post(
-        "/admin/runners/runnerjob/", {"action": "fail_jobs", "_selected_action": ids}
-    )
+    admin_client.post("/admin/runners/runnerjob/", {"action": "fail_jobs", "_selected_action": ids})
     run.refresh_from_db()
     assert run.status == RunStatus.FAILED
     assert CaseResultRow.objects.filter(run=run, verdict="error").count() == 3

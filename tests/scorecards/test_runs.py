@@ -213,8 +213,9 @@ def test_a_ten_thousand_case_run_is_created_in_bulk(
 
 
 def test_the_scheduler_command_runs_a_pass(alice: Any, laptop: Any, capsys: Any) -> None:
-    import time_machine
     from datetime import timedelta
+
+    import time_machine
     from django.utils import timezone
 
     run = start(alice, laptop)
