@@ -160,10 +160,11 @@ def harness_create(
     *, user: Any, workspace_slug: str, name: str, spec: dict[str, Any]
 ) -> HarnessVersion:
     """Store a new immutable version of a harness (admin); the spec is validated first."""
+    membership = require_role(user=user, slug=workspace_slug, role=Role.ADMIN)
+    _check_name(name)
+    validated = _validated_spec(spec)
+    # Validation stays outside: the transaction holds SQLite's write lock.
     with transaction.atomic():
-        membership = require_role(user=user, slug=workspace_slug, role=Role.ADMIN)
-        _check_name(name)
-        validated = _validated_spec(spec)
         workspace = _locked_workspace(membership.workspace_id)
         version = _next_version(HarnessVersion.objects.filter(workspace=workspace, name=name))
         return HarnessVersion.objects.create(
@@ -202,10 +203,11 @@ def dataset_create(
     *, user: Any, workspace_slug: str, name: str, cases: list[dict[str, Any]]
 ) -> DatasetVersion:
     """Store a new immutable version of a dataset (admin) with its cases, in order."""
+    membership = require_role(user=user, slug=workspace_slug, role=Role.ADMIN)
+    _check_name(name)
+    # Validating up to 100,000 cases stays outside: the transaction holds SQLite's write lock.
+    parsed = _validated_cases(cases)
     with transaction.atomic():
-        membership = require_role(user=user, slug=workspace_slug, role=Role.ADMIN)
-        _check_name(name)
-        parsed = _validated_cases(cases)
         workspace = _locked_workspace(membership.workspace_id)
         dataset = DatasetVersion.objects.create(
             workspace=workspace,

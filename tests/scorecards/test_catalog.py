@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
 
 from everdict.errors import Invalid, NotFound, PermissionDenied
 from scorecards.catalog import (
@@ -45,6 +47,11 @@ def erin(workspace: Any) -> Any:
     user = get_user_model().objects.create_user("erin")
     Membership.objects.create(workspace=workspace, user=user, role=Role.VIEWER)
     return user
+
+
+def reasons(refused: Invalid, field: str) -> list[str]:
+    assert isinstance(refused.detail, dict), refused.detail
+    return list(refused.detail[field])
 
 
 def new_harness(user: Any, name: str = "capitals", spec: Any = None) -> HarnessVersion:
@@ -133,7 +140,7 @@ def test_an_invalid_spec_is_refused_with_its_reason_and_nothing_is_stored(
 ) -> None:
     with pytest.raises(Invalid) as refused:
         new_harness(alice, spec=spec)
-    messages = refused.value.detail["spec"]
+    messages = reasons(refused.value, "spec")
     assert any(reason in m for m in messages), messages
     assert not HarnessVersion.objects.exists()
 
@@ -258,7 +265,7 @@ def test_invalid_cases_are_refused_with_their_location(
 ) -> None:
     with pytest.raises(Invalid) as refused:
         new_dataset(alice, cases=cases)
-    messages = refused.value.detail["cases"]
+    messages = reasons(refused.value, "cases")
     assert any(reason in m for m in messages), messages
     assert not DatasetVersion.objects.exists()
 
@@ -335,14 +342,14 @@ def test_a_bad_jsonl_line_is_named_by_its_number() -> None:
     text = '{"key": "a"}\n\n{"key": "b",\n{"key": "c"}\n'
     with pytest.raises(Invalid) as refused:
         dataset_parse_jsonl(text)
-    [message] = refused.value.detail["cases"]
+    [message] = reasons(refused.value, "cases")
     assert message.startswith("line 3: not valid JSON")
 
 
 def test_a_jsonl_line_that_is_not_an_object_is_named() -> None:
     with pytest.raises(Invalid) as refused:
         dataset_parse_jsonl('{"key": "a"}\n[1, 2]\n"text"\n')
-    assert refused.value.detail["cases"] == [
+    assert reasons(refused.value, "cases") == [
         "line 2: must be a JSON object",
         "line 3: must be a JSON object",
     ]
@@ -357,3 +364,38 @@ def test_jsonl_cases_are_stored_like_any_others(alice: Any, workspace: Any) -> N
     cases = dataset_parse_jsonl('{"key": "a", "expected": "x"}\n{"key": "b"}\n')
     dataset = new_dataset(alice, cases=cases)
     assert dataset.case_count == 2
+
+
+# --- concurrency ----------------------------------------------------------------------------
+
+
+def test_concurrent_creates_never_share_a_version_number(
+    transactional_db: Any, alice: Any, workspace: Any
+) -> None:
+    errors: list[BaseException] = []
+
+    def create_some(kind: str) -> None:
+        try:
+            for _ in range(4):
+                if kind == "harness":
+                    new_harness(alice)
+                else:
+                    new_dataset(alice)
+        except BaseException as exc:  # surfaced below, in the test's thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [
+        threading.Thread(target=create_some, args=(kind,))
+        for kind in ("harness", "harness", "harness", "dataset", "dataset", "dataset")
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    harness_versions = HarnessVersion.objects.values_list("version", flat=True)
+    dataset_versions = DatasetVersion.objects.values_list("version", flat=True)
+    assert sorted(harness_versions) == list(range(1, 13))
+    assert sorted(dataset_versions) == list(range(1, 13))
