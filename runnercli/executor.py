@@ -43,6 +43,8 @@ TERM_GRACE_S = 2.0
 DRAIN_S = 2.0
 READ_CHUNK = 64 * 1024
 EXIT_POLL_S = 0.02
+# Windows has no SIGKILL; there `signal_group` ends the process with TerminateProcess anyway.
+KILL = getattr(signal, "SIGKILL", signal.SIGTERM)
 
 LineSink = Callable[[str], None]
 EndStatus = Literal["completed", "timeout", "canceled"]
@@ -242,7 +244,7 @@ async def _end_group(proc: asyncio.subprocess.Process, grace_s: float) -> None:
         signal_group(proc, signal.SIGTERM)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(_exited(proc), grace_s)
-    signal_group(proc, signal.SIGKILL)
+    signal_group(proc, KILL)
     await _exited(proc)
 
 
@@ -292,12 +294,12 @@ async def run_case(
         try:
             status = await _supervise(proc, job.timeout_s, kill, term_grace_s)
         except asyncio.CancelledError:
-            signal_group(proc, signal.SIGKILL)
+            signal_group(proc, KILL)
             for reader in readers:
                 reader.cancel()
             raise
         # The leader is gone; whatever it left running in its group goes with it.
-        signal_group(proc, signal.SIGKILL)
+        signal_group(proc, KILL)
         _, stuck = await asyncio.wait(readers, timeout=DRAIN_S)
         for reader in stuck:
             reader.cancel()

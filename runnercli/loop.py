@@ -116,6 +116,7 @@ class CaseLog:
         self.pending: list[str] = []
         self.dropped = 0
         self.refused = False
+        self._closing = False
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
@@ -136,7 +137,7 @@ class CaseLog:
         self._task = asyncio.create_task(self._pump(), name=f"log-{self.job_id}")
 
     async def _pump(self) -> None:
-        while not self.refused:
+        while not self.refused and not self._closing:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), LOG_FLUSH_S)
             self._wake.clear()
@@ -167,8 +168,13 @@ class CaseLog:
                     self.pending.clear()
 
     async def close(self, *, flush: bool = True) -> None:
+        """Stop pushing; with `flush`, send what is left (after a push in flight lands)."""
+        self._closing = True
         if self._task is not None:
-            self._task.cancel()
+            if flush:
+                self._wake.set()
+            else:
+                self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         if flush:

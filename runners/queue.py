@@ -337,7 +337,13 @@ def job_report_log(*, runner: Runner, job_id: int, lease_epoch: int, lines: Sequ
     now = timezone.now()
     JobLogLine.objects.bulk_create(
         [
-            JobLogLine(job_id=job.pk, run_id=job.run_id, epoch=lease_epoch, at=now, line=line)
+            JobLogLine(
+                job_id=job.pk,
+                run_id=job.run_id,
+                epoch=lease_epoch,
+                at=now,
+                line=line.replace("\x00", "\ufffd"),
+            )
             for line in lines
         ]
     )

@@ -19,9 +19,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from everdict.errors import Invalid, NotFound, PermissionDenied, QuotaExceeded
-from runners import queue, wakeup
-from runners.models import JobLogLine, JobStatus, Runner, RunnerJob
 from runnercli.protocol import Ack, CaseResult, HarnessSpec
+from runners import queue
+from runners.models import JobLogLine, JobStatus, Runner, RunnerJob
 from scorecards import scoring
 from scorecards.catalog import dataset_get, harness_get
 from scorecards.models import (
@@ -217,9 +217,17 @@ def provenance_for(runner: Runner, run: Run) -> dict[str, str]:
     }
 
 
+def _storable(text: str) -> str:
+    # PostgreSQL text cannot hold NUL; a harness printing binary must not lose its result.
+    return text.replace("\x00", "\ufffd")
+
+
 def result_submit(*, runner: Runner, job_id: int, lease_epoch: int, result: CaseResult) -> Ack:
     """Accept a fenced result: settle the attempt, score it, record it, advance the run."""
     digest = _result_digest(result)
+    result = result.model_copy(
+        update={"output": _storable(result.output), "stderr_tail": _storable(result.stderr_tail)}
+    )
     with transaction.atomic():
         run = _locked_run_of(job_id)
         settled = queue.job_settle(

@@ -392,3 +392,17 @@ def test_admin_actions_requeue_and_fail_jobs(admin_client: Any, alice: Any, lapt
     run.refresh_from_db()
     assert run.status == RunStatus.FAILED
     assert CaseResultRow.objects.filter(run=run, verdict="error").count() == 3
+
+
+def test_nul_bytes_in_output_and_logs_are_stored_not_fatal(alice: Any, laptop: Any) -> None:
+    run = start(alice, laptop)
+    grant = lease_one(laptop)
+    assert queue.job_report_log(
+        runner=laptop, job_id=grant.job.pk, lease_epoch=1, lines=["bin\x00ary"]
+    ).accepted
+    ack = result_submit(
+        runner=laptop, job_id=grant.job.pk, lease_epoch=1, result=completed("hello 0\x00")
+    )
+    assert ack.accepted
+    assert CaseResultRow.objects.get(run=run).output == "hello 0\ufffd"
+    assert JobLogLine.objects.get().line == "bin\ufffdary"
