@@ -186,14 +186,15 @@ class Children:
         return [c for c in self.started if c.popen.poll() is not None]
 
     def stop_all(self, grace_s: float = 10.0) -> None:
-        """SIGTERM every group (the runner first, so it finishes its cases), then SIGKILL."""
+        """Stop in reverse order, each group SIGTERM then SIGKILL after `grace_s`: the
+        runner goes first and finishes its cases while the server can still take them."""
+        # A second Ctrl-C must not cut this short and leave processes behind.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         strays = _descendants()
         for child in reversed(self.started):
             _signal_group(child.popen, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        for child in reversed(self.started):
             with contextlib.suppress(subprocess.TimeoutExpired):
-                child.popen.wait(max(0.1, deadline - time.monotonic()))
+                child.popen.wait(grace_s)
             _signal_group(child.popen, signal.SIGKILL)
             child.popen.wait()
         # A case process that escaped its group (its own session) must not outlive us.
@@ -335,18 +336,19 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
+def _stop(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
 def _interruptible() -> Iterator[None]:
-    """SIGTERM stops the demo the way Ctrl-C does."""
-    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    """Ctrl-C and SIGTERM stop the demo, even when started with SIGINT ignored (`cmd &`)."""
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def main(argv: list[str] | None = None) -> int:

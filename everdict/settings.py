@@ -115,9 +115,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"]["CONN_MAX_AGE"] = _int("DB_CONN_MAX_AGE", 60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-    DATABASES["default"]["TEST"] = {
-        "NAME": f"test_{DATABASES['default']['NAME']}{_TEST_DB_SUFFIX}"
-    }
+    DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}{_TEST_DB_SUFFIX}"}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

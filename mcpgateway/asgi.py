@@ -11,24 +11,15 @@ import asyncio
 import logging
 from typing import Any
 
-from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 from mcp.server.mcpserver import MCPServer
 from starlette.applications import Starlette
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcpgateway.server import MCP_PATH, build_app, build_server
+from mcpgateway.server import MCP_PATH, allowed_hosts, build_app, build_server
 
 log = logging.getLogger(__name__)
-
-
-def allowed_hosts() -> list[str]:
-    """Django's ALLOWED_HOSTS, with the localhost defaults Django itself applies under DEBUG."""
-    hosts = list(settings.ALLOWED_HOSTS)
-    if not hosts and settings.DEBUG:
-        hosts = [".localhost", "127.0.0.1", "[::1]"]
-    return hosts
 
 
 def _route_path(scope: Scope) -> str:
@@ -38,7 +29,7 @@ def _route_path(scope: Scope) -> str:
     return path[len(root) :] if root and path.startswith(root) else path
 
 
-def _host_allowed(scope: Scope) -> bool:
+def host_allowed(scope: Scope) -> bool:
     host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"), "")
     domain, _port = split_domain_port(host)
     return bool(domain) and validate_host(domain, allowed_hosts())
@@ -58,7 +49,7 @@ class McpGateway:
         app = await self._started_app()
         # The same host rule as every Django page (Django's wildcards included); the
         # transport repeats it for exact hosts and also checks the Origin header.
-        if not _host_allowed(scope):
+        if not host_allowed(scope):
             await Response("Invalid Host header", status_code=421)(scope, receive, send)
             return
         if _route_path(scope) != MCP_PATH:

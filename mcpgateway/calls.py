@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -13,6 +14,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from everdict.errors import ServiceError
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 def tool_error(exc: ServiceError) -> ToolError:
@@ -28,7 +31,8 @@ def tool_error(exc: ServiceError) -> ToolError:
 
 
 async def in_thread(fn: Callable[..., T], /, **kwargs: Any) -> T:
-    """Run a synchronous service with a fresh database connection, mapping its errors."""
+    """Run a synchronous service off the event loop (stale connections closed around it),
+    with its domain errors as tool errors."""
     try:
         return await database_sync_to_async(fn)(**kwargs)
     except ServiceError as exc:
@@ -55,5 +59,9 @@ async def cancel_once(
         with anyio.CancelScope(shield=True):
             await asyncio.wait([task])
             if not task.cancelled() and task.exception() is None:
-                await undelivered(task.result())
+                try:
+                    await undelivered(task.result())
+                except Exception:
+                    # The cancellation still goes on; the lease will expire instead.
+                    log.exception("could not give back an undelivered result")
         raise

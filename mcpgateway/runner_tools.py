@@ -20,6 +20,7 @@ from runnercli.protocol import (
     MAX_LOG_LINE_BYTES,
     MAX_LOG_LINES_PER_CALL,
     MAX_STATUS_CHARS,
+    MAX_STDERR_TAIL_BYTES,
     MAX_WAIT_MS,
     Ack,
     Capability,
@@ -55,7 +56,7 @@ Capabilities = Annotated[
     Field(max_length=64, description="What this runner has now (empty: unchanged)."),
 ]
 LogLine = Annotated[str, Field(max_length=MAX_LOG_LINE_BYTES), AfterValidator(_line_within_bounds)]
-LogLines = Annotated[list[LogLine], Field(min_length=1, max_length=MAX_LOG_LINES_PER_CALL)]
+LogLines = Annotated[list[LogLine], Field(max_length=MAX_LOG_LINES_PER_CALL)]
 
 
 async def hello(protocol: int, capabilities: Capabilities = (), status: Status = "") -> Hello:
@@ -120,7 +121,7 @@ async def submit_job_result(job_id: int, lease_epoch: int, result: CaseResult) -
 async def fail_job(
     job_id: int,
     lease_epoch: int,
-    message: Annotated[str, Field(max_length=4096)],
+    message: Annotated[str, Field(max_length=MAX_STDERR_TAIL_BYTES)],
     retryable: bool = False,
 ) -> Ack:
     """Give up on the job: `retryable` puts it back in the queue while attempts remain."""

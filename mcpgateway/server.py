@@ -43,6 +43,14 @@ def build_server() -> MCPServer:
     return server
 
 
+def allowed_hosts() -> list[str]:
+    """Django's ALLOWED_HOSTS, with the localhost defaults Django itself applies under DEBUG."""
+    hosts = list(settings.ALLOWED_HOSTS)
+    if not hosts and settings.DEBUG:
+        hosts = [".localhost", "127.0.0.1", "[::1]"]
+    return hosts
+
+
 def transport_security(allowed_hosts: list[str]) -> TransportSecuritySettings:
     """The transport's Host/Origin check, derived from Django's ALLOWED_HOSTS.
 
@@ -73,5 +81,5 @@ def build_app(server: MCPServer) -> Starlette:
         # cancel its call at once, so a parked long-poll never claims a job for nobody.
         json_response=False,
         max_request_body_size=MAX_REQUEST_BODY_BYTES,
-        transport_security=transport_security(list(settings.ALLOWED_HOSTS)),
+        transport_security=transport_security(allowed_hosts()),
     )

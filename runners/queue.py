@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+import anyio
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import Count, Exists, F, Q, QuerySet
 from django.utils import timezone
 
 from runnercli.protocol import (
@@ -134,8 +135,13 @@ def job_lease(
 
 
 def _claimable_filter(runner: Runner) -> Q:
-    return Q(status=JobStatus.QUEUED, owner_id=runner.owner_id) & (
-        Q(runner_id=runner.pk) | Q(runner__isnull=True)
+    # A runner revoked while its long-poll was parked holds a stale row: the claim checks
+    # in the same statement (evaluated once, as an init plan) that it is still active.
+    still_active = Exists(Runner.objects.filter(pk=runner.pk, revoked_at__isnull=True))
+    return (
+        Q(status=JobStatus.QUEUED, owner_id=runner.owner_id)
+        & (Q(runner_id=runner.pk) | Q(runner__isnull=True))
+        & Q(still_active)
     )
 
 
@@ -225,8 +231,12 @@ async def job_lease_wait(
     deadline = time.monotonic() + max(0, min(wait_ms, MAX_WAIT_MS)) / 1000
     recheck = wakeup.recheck_interval()
     wakeup.listener.ensure_started()
-    claim = database_sync_to_async(job_lease)
+    # Off the process's single "thread-sensitive" thread: a claim answering a parked runner
+    # must not queue behind unrelated synchronous work (such as the dispatch that woke it).
+    claim = database_sync_to_async(job_lease, thread_sensitive=False)
     while True:
+        # A fresh waiter each round, registered before the claim: a dispatch committing
+        # while the claim runs sets this round's event and is never lost.
         with wakeup.hub.waiting(runner.owner_id) as event:
             task = asyncio.ensure_future(
                 claim(runner=runner, capabilities=capabilities, status=status, max_jobs=max_jobs)
@@ -234,18 +244,23 @@ async def job_lease_wait(
             try:
                 leased = await asyncio.shield(task)
             except asyncio.CancelledError:
-                leased = await task
-                for grant in leased:
-                    await database_sync_to_async(job_release)(
-                        runner=runner, job_id=grant.job.pk, lease_epoch=grant.job.lease_epoch
-                    )
+                # anyio cancel scopes re-cancel every await until they exit: shield the
+                # give-back, or a job claimed at the moment the caller left stays leased.
+                with anyio.CancelScope(shield=True):
+                    await asyncio.wait([task])
+                    if not task.cancelled() and task.exception() is None:
+                        for grant in task.result():
+                            await database_sync_to_async(job_release)(
+                                runner=runner,
+                                job_id=grant.job.pk,
+                                lease_epoch=grant.job.lease_epoch,
+                            )
                 raise
             remaining = deadline - time.monotonic()
             if leased or remaining <= 0:
                 return leased
             # Later rounds only re-check; the capabilities were stored by the first.
             capabilities = None
-            event.clear()
             try:
                 await asyncio.wait_for(event.wait(), min(remaining, recheck))
             except TimeoutError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -28,6 +29,9 @@ GRACE_S = 3.0
 OUTPUT_PREVIEW_CHARS = 500
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
+CLOSE_SERVER_ERROR = 1011
+
+log = logging.getLogger(__name__)
 
 
 def live_reply(run: Any) -> dict[str, Any]:
@@ -75,6 +79,12 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
             except NotFound:
                 # Removed from the workspace (or the run deleted) while watching.
                 await self.close(code=CLOSE_NOT_FOUND)
+                return
+            except Exception:
+                # Closing makes the page fall back to polling the API, which reports its own
+                # errors; a silently dead follower would leave the page frozen.
+                log.exception("following run %s failed", self.run_id)
+                await self.close(code=CLOSE_SERVER_ERROR)
                 return
             if lines:
                 await self.send_json({"type": "logs", "lines": lines})

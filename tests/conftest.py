@@ -5,7 +5,6 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 
-
 FAST_HASHERS = [
     "django.contrib.auth.hashers.MD5PasswordHasher",
     "django.contrib.auth.hashers.PBKDF2PasswordHasher",
@@ -45,7 +44,7 @@ def workspace(alice: Any, bob: Any) -> Any:
 
 
 @pytest.fixture
-def live_server(transactional_db: Any, tmp_path: Any) -> Any:
+def daphne_server(transactional_db: Any, tmp_path: Any) -> Any:
     """A real daphne process on a free port over the test database."""
     from tests.live import daphne
 

@@ -7,7 +7,9 @@ downloaded browser build.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 
 from everdict.demo import CASES, harness_spec
+from runners.services import runner_pair
 from scorecards.catalog import dataset_create, harness_create
 from tests.live import ROOT, daphne, runner_cli, scheduler
 
@@ -59,12 +62,13 @@ class Console:
         self.errors: list[str] = []
 
     def watch(self, page: Any) -> Any:
-        page.on(
-            "console",
-            lambda m: m.type == "error" and self.errors.append(f"{m.text} at {m.location}"),
-        )
-        page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
+        page.on("console", self._console)
+        page.on("pageerror", lambda error: self.errors.append(f"uncaught: {error}"))
         return page
+
+    def _console(self, message: Any) -> None:
+        if message.type == "error":
+            self.errors.append(f"{message.text} at {message.location}")
 
 
 @pytest.fixture
@@ -157,7 +161,7 @@ def test_a_member_runs_on_their_own_machine_and_watches_it_live(
             assert "self-hosted · laptop · alice" in page.inner_text("#run-results")
             assert "4/4" in page.inner_text("#progress-text")
             assert page.locator("#cancel-form").is_hidden()
-            page.screenshot(path=str(ROOT / "docs" / "run-page.png"), full_page=True)
+            save_screenshot(page, tmp_path)
 
             check_phone_width(browser, console, page, url, run_url)
 
@@ -172,6 +176,17 @@ def test_a_member_runs_on_their_own_machine_and_watches_it_live(
         assert code != 0
         assert "revoked" in runner.output()
     assert console.errors == []
+
+
+def save_screenshot(page: Any, tmp_path: Path) -> None:
+    """Keep the run page's picture; refresh the README's copy only when asked to (or missing),
+    so a test run leaves the checkout unchanged."""
+    shot = tmp_path / "run-page.png"
+    page.screenshot(path=str(shot), full_page=True)
+    docs_copy = ROOT / "docs" / "run-page.png"
+    if os.environ.get("EVERDICT_UPDATE_SCREENSHOTS") or not docs_copy.exists():
+        docs_copy.parent.mkdir(exist_ok=True)
+        shutil.copyfile(shot, docs_copy)
 
 
 def check_phone_width(browser: Any, console: Console, desktop: Any, url: str, run_url: str) -> None:
@@ -194,3 +209,42 @@ def check_phone_width(browser: Any, console: Console, desktop: Any, url: str, ru
         width = phone.evaluate("document.documentElement.scrollWidth")
         assert width <= PHONE["width"] + 1, f"{path} is {width}px wide on a phone"
     context.close()
+
+
+@pytest.fixture
+def desk_token(acme: None, alice: Any) -> str:
+    return runner_pair(owner=alice, label="desk", capabilities=["python"]).token
+
+
+def test_the_run_page_polls_the_api_when_the_socket_is_refused(
+    desk_token: str, browser: Any, tmp_path: Path
+) -> None:
+    console = Console()
+    with daphne(tmp_path) as server, scheduler(tmp_path):
+        url = server.url
+        runner = runner_cli(
+            tmp_path, ["run", "--server", url, "--token", desk_token, "--wait-ms", "2000"]
+        )
+        try:
+            page = console.watch(browser.new_page())
+            # As a proxy that does not pass WebSockets would: every socket is closed at once.
+            page.route_web_socket(re.compile(r".*/ws/runs/.*"), lambda socket: socket.close())
+            log_in(page, url)
+            choose_my_local_host(page, url, "desk")
+            page.click("text=Start run")
+            page.wait_for_url(re.compile(r".*/runs/\d+/$"))
+            page.evaluate("window.__stillTheSamePage = true")
+
+            page.wait_for_selector("#live-state[data-state=polling]", timeout=10_000)
+            page.wait_for_function(
+                "document.querySelectorAll('#run-results tr[data-case]').length === 4",
+                timeout=60_000,
+            )
+            page.wait_for_selector("#live-state[data-state=finished]", timeout=10_000)
+
+            assert page.evaluate("window.__stillTheSamePage") is True
+            assert "capital-australia" in page.inner_text("#log-lines")
+            assert page.inner_text("#run-status") == "succeeded"
+        finally:
+            runner.stop()
+    assert console.errors == []

@@ -12,19 +12,15 @@ SLOW_RECHECK_S = 30
 
 
 @pytest.fixture(scope="module")
-def gateway_process(
-    django_db_setup: Any, django_db_blocker: Any, tmp_path_factory: Any
-) -> Iterator[LiveServer]:
-    # One server per module: starting daphne costs seconds, and it holds no state between
-    # tests that matters (each test's rows are flushed; ids never repeat).
-    with (
-        django_db_blocker.unblock(),
-        daphne(
-            tmp_path_factory.mktemp("gateway"),
-            EVERDICT_LEASE_TTL_S=5,
-            EVERDICT_WAKE_RECHECK_S=SLOW_RECHECK_S,
-        ) as server,
-    ):
+def gateway_process(django_db_setup: Any, tmp_path_factory: Any) -> Iterator[LiveServer]:
+    # One server per module, over the test database `django_db_setup` made: starting daphne
+    # costs seconds, and it keeps no state between tests that matters (each test's rows are
+    # flushed and ids are never reused).
+    with daphne(
+        tmp_path_factory.mktemp("gateway"),
+        EVERDICT_LEASE_TTL_S=5,
+        EVERDICT_WAKE_RECHECK_S=SLOW_RECHECK_S,
+    ) as server:
         yield server
 
 

@@ -95,7 +95,10 @@ def test_a_whole_job_runs_through_the_mcp_tools_alone(gateway: Any, alice: Any, 
     wait_ms = 20_000
     poll = ParkedLease(gateway.url, token, wait_ms)
     poll.start()
-    time.sleep(1.5)  # the poll is parked on an empty queue by now
+    give_up = time.monotonic() + 15
+    while not poll.asked_at and time.monotonic() < give_up:
+        time.sleep(0.05)
+    time.sleep(1.0)  # the poll is parked on an empty queue by now
     assert poll.reply is None and poll.asked_at
 
     dispatched_at = time.monotonic()
@@ -104,7 +107,7 @@ def test_a_whole_job_runs_through_the_mcp_tools_alone(gateway: Any, alice: Any, 
 
     # Woken by the dispatch itself: well before wait_ms and before any periodic re-check.
     assert poll.reply is not None
-    assert poll.asked_at < dispatched_at - 1
+    assert poll.asked_at < dispatched_at - 0.9
     assert poll.answered_at - dispatched_at < 2.0
     assert poll.answered_at - poll.asked_at < min(wait_ms / 1000, SLOW_RECHECK_S) / 2
     job, lease_ = poll.reply["job"], poll.reply["lease"]
@@ -221,7 +224,7 @@ def test_an_empty_queue_answers_no_job_after_wait_ms(gateway: Any, key: str) -> 
     reply = structured(call(gateway.url, token, "lease_job", {"protocol": 1, "wait_ms": 700}))
     waited = time.monotonic() - began
     assert reply == {"job": None, "lease": None, "update_required": False}
-    assert 0.6 < waited < 5
+    assert 0.6 < waited < 10
     # A negative wait is clamped to "do not wait".
     began = time.monotonic()
     structured(call(gateway.url, token, "lease_job", {"protocol": 1, "wait_ms": -5}))

@@ -406,3 +406,12 @@ def test_nul_bytes_in_output_and_logs_are_stored_not_fatal(alice: Any, laptop: A
     assert ack.accepted
     assert CaseResultRow.objects.get(run=run).output == "hello 0\ufffd"
     assert JobLogLine.objects.get().line == "bin\ufffdary"
+
+
+def test_a_runner_revoked_while_parked_cannot_claim(alice: Any, laptop: Any) -> None:
+    stale = type(laptop).objects.get(pk=laptop.pk)  # the row a parked long-poll holds
+    runner_revoke(owner=alice, runner_id=laptop.pk)
+    start_any = pair(alice, "other")
+    start(alice, None)
+    assert queue.job_lease(runner=stale) == []
+    assert len(queue.job_lease(runner=start_any)) == 1

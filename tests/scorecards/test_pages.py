@@ -467,6 +467,7 @@ def test_the_run_socket_pushes_new_log_lines_and_verdicts(
 
 
 async def _in_thread(work: Any) -> Any:
+    """Run ORM work from the test's event loop (on the main thread, like the consumer's)."""
     from asgiref.sync import sync_to_async
 
-    return await sync_to_async(work, thread_sensitive=False)()
+    return await sync_to_async(work)()

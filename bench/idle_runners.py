@@ -1,0 +1,405 @@
+"""Idle runners: N concurrent idle long-polling runner sessions on one daphne process.
+
+Each idle session is a paired runner of its own (its own `rnr_` token, paired through
+`runners.services.runner_pair`; by default each belongs to a member of its own, as on a
+real server where members have a laptop or two), calling `lease_job` with wait_ms 30 s
+in a loop over the official MCP client. The sessions live in a few client processes
+(asyncio, several hundred sessions each) and are opened at a bounded rate. The server
+keeps its defaults (re-check and presence-write intervals) unless told otherwise.
+
+Measured with the sessions parked, beside the same figures with none (the baseline, same
+run, same server process):
+  - server RSS and CPU, per idle runner (psutil on the daphne process);
+  - database load caused by idle runners: row updates on `runners_runner` (presence
+    writes, throttled by EVERDICT_PRESENCE_WRITE_S) and transactions committed, per
+    second, from PostgreSQL's statistics views;
+  - wake latency of a job dispatched to one more runner while they all wait (dispatch by
+    the service in this process, stamped after commit, as in wake_latency.py).
+Target: 10,000 idle runners within 1 GiB (projected from the per-runner figure when N is
+smaller).
+
+    .venv/bin/python bench/idle_runners.py --n 1000,5000 [--window 30] [--client-procs 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+import common
+import wake_latency
+
+WAIT_MS = 30_000
+GIB = 2**30
+TARGET_RUNNERS = 10_000
+
+
+@dataclass
+class Reading:
+    runners: int
+    rss: int = 0
+    cpu_per_s: float = 0.0
+    runner_updates_per_s: float | None = None
+    commits_per_s: float | None = None
+    parked: int = 0
+    wake: list[float] = field(default_factory=list)
+    hello: list[float] = field(default_factory=list)
+    polls: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    jobs_taken: int = 0
+
+
+# ------------------------------------------------------------------------- pairing
+
+
+def pair_idle_runners(count: int, owners: str) -> list[str]:
+    """Pair `count` runners: one per member of its own, or all for one member."""
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+
+    from runners.services import runner_pair
+
+    user_model = get_user_model()
+    if owners == "one":
+        owner = user_model.objects.create_user("idle-owner", password=None)
+        return [token for _, token in common.pair_runners(owner, count, label="idle")]
+    user_model.objects.bulk_create(
+        [user_model(username=f"idle-{i}", password="!") for i in range(count)], batch_size=1000
+    )
+    users = list(user_model.objects.filter(username__startswith="idle-").order_by("pk"))
+    tokens = []
+    with transaction.atomic():
+        for i, user in enumerate(users):
+            tokens.append(runner_pair(owner=user, label=f"idle-{i}", capabilities=["python"]).token)
+    return tokens
+
+
+# ------------------------------------------------------------------ client processes
+
+
+def client_process(
+    url: str, tokens: list[str], rate: float, stop: Any, opened: Any, results: Any
+) -> None:
+    """Hold one idle long-polling session per token until `stop` is set."""
+    import resource
+
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    stats: dict[str, Any] = {"polls": 0, "jobs": 0, "errors": {}}
+
+    async def session(token: str) -> None:
+        http = httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=httpx2.Timeout(30, read=WAIT_MS / 1000 + 90),
+            limits=httpx2.Limits(max_connections=2),
+        )
+        transport = streamable_http_client(f"{url}/mcp", http_client=http)
+        # The protocol version is pinned: no discovery round trip per session.
+        async with http, Client(transport, mode="2026-07-28") as client:
+            with opened.get_lock():
+                opened.value += 1
+            while True:
+                try:
+                    reply = await client.call_tool(
+                        "lease_job",
+                        {"protocol": 1, "wait_ms": WAIT_MS, "status": "idle"},
+                        read_timeout_seconds=WAIT_MS / 1000 + 90,
+                    )
+                    stats["polls"] += 1
+                    if common.leased_jobs(reply.structured_content):
+                        stats["jobs"] += 1
+                    if reply.is_error:
+                        key = "tool error"
+                        stats["errors"][key] = stats["errors"].get(key, 0) + 1
+                except Exception as exc:
+                    key = type(exc).__name__
+                    stats["errors"][key] = stats["errors"].get(key, 0) + 1
+                    await asyncio.sleep(1)
+
+    async def run() -> None:
+        tasks = []
+        for token in tokens:
+            tasks.append(asyncio.create_task(session(token)))
+            await asyncio.sleep(1 / rate)
+            if stop.is_set():
+                break
+        while not stop.is_set():
+            await asyncio.sleep(0.2)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    asyncio.run(run())
+    results.put(stats)
+
+
+# ------------------------------------------------------------------------ measuring
+
+
+def scrape(url: str, name: str) -> float:
+    with urllib.request.urlopen(f"{url}/metrics", timeout=30) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith(name + " ") or line.startswith(name + "{"):
+                return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def db_counters(scratch: common.Scratch) -> tuple[int, int] | None:
+    """(updates of runners_runner rows, transactions committed) so far, from pg_stat views."""
+    if not scratch.is_postgres:
+        return None
+    import psycopg
+
+    with psycopg.connect(scratch.libpq_url(), autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        updates = conn.execute(
+            "SELECT n_tup_upd FROM pg_stat_user_tables WHERE relname = 'runners_runner'"
+        ).fetchone()
+        commits = conn.execute(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+        ).fetchone()
+    return int(updates[0] if updates else 0), int(commits[0] if commits else 0)
+
+
+def observe(
+    server: common.Server, scratch: common.Scratch, window: float, reading: Reading
+) -> None:
+    """Server CPU, peak RSS and database write rates over `window` seconds."""
+    # Statistics reach the views within a second or so of each transaction.
+    before = db_counters(scratch)
+    cpu_before = server.cpu_seconds()
+    began = time.monotonic()
+    peak = server.rss_bytes()
+    while time.monotonic() - began < window:
+        time.sleep(1)
+        peak = max(peak, server.rss_bytes())
+    took = time.monotonic() - began
+    reading.cpu_per_s = (server.cpu_seconds() - cpu_before) / took
+    reading.rss = peak
+    time.sleep(1.5)  # let the last second's statistics arrive
+    after = db_counters(scratch)
+    if before is not None and after is not None:
+        reading.runner_updates_per_s = (after[0] - before[0]) / took
+        reading.commits_per_s = (after[1] - before[1]) / took
+
+
+def wake(
+    server: common.Server,
+    member: common.Member,
+    runner: tuple[int, str],
+    jobs: int,
+    reading: Reading,
+    budget: float,
+) -> None:
+    runner_id, token = runner
+    reading.wake, reading.hello = asyncio.run(
+        wake_latency.measure(
+            "orm", server.url, server.url, member, token, runner_id, jobs, 3, budget_s=budget
+        )
+    )
+
+
+def measure_n(
+    scratch: common.Scratch,
+    n: int,
+    tokens: list[str],
+    member: common.Member,
+    measured: tuple[int, str],
+    args: argparse.Namespace,
+) -> tuple[Reading, Reading]:
+    with common.daphne(scratch, f"idle-{n}", **args.server_env) as server:
+        # Baseline: the same server with no idle runner, after the same warm-up calls.
+        base = Reading(runners=0)
+        wake(server, member, measured, args.wake_jobs, base, args.wake_budget)
+        observe(server, scratch, args.base_window, base)
+
+        ctx = mp.get_context("spawn")
+        stop = ctx.Event()
+        opened = ctx.Value("l", 0)
+        results = ctx.Queue()
+        procs = max(1, min(args.client_procs, n))
+        children = [
+            ctx.Process(
+                target=client_process,
+                args=(server.url, tokens[i:n:procs], args.ramp_rate / procs, stop, opened, results),
+            )
+            for i in range(procs)
+        ]
+        for child in children:
+            child.start()
+        idle = Reading(runners=n)
+        try:
+            deadline = time.monotonic() + n / args.ramp_rate + args.ramp_grace
+            parked = 0
+            while time.monotonic() < deadline:
+                time.sleep(2)
+                parked = int(scrape(server.url, "everdict_parked_long_polls"))
+                print(
+                    f"  {opened.value:>6} sessions open, {parked:>6} long-polls parked", flush=True
+                )
+                if parked >= n:
+                    break
+            time.sleep(args.settle)
+            observe(server, scratch, args.window, idle)
+            wake(server, member, measured, args.wake_jobs, idle, args.wake_budget)
+            idle.parked = int(scrape(server.url, "everdict_parked_long_polls"))
+        finally:
+            stop.set()
+            for _ in children:
+                stats = results.get(timeout=120)
+                idle.polls += stats["polls"]
+                idle.jobs_taken += stats["jobs"]
+                for key, count in stats["errors"].items():
+                    idle.errors[key] = idle.errors.get(key, 0) + count
+            for child in children:
+                child.join(30)
+    return base, idle
+
+
+# -------------------------------------------------------------------------- report
+
+
+def per_runner(base: Reading, idle: Reading) -> tuple[float, float]:
+    rss = (idle.rss - base.rss) / idle.runners
+    cpu = (idle.cpu_per_s - base.cpu_per_s) / idle.runners
+    return rss, cpu
+
+
+def print_reading(label: str, r: Reading) -> None:
+    rates = (
+        f"runner-row updates {r.runner_updates_per_s:7.1f}/s, commits {r.commits_per_s:7.1f}/s"
+        if r.runner_updates_per_s is not None
+        else "database rates: n/a on SQLite"
+    )
+    print(
+        f"{label:<22} RSS {r.rss / 2**20:7.1f} MiB, CPU {r.cpu_per_s * 100:5.1f}% of a core, "
+        f"{rates}"
+    )
+    print(common.latency_line("  wake latency of one job (ORM, after commit)", r.wake, 50))
+    print(common.latency_line("  bare hello round trip", r.hello, 50))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", default="1000,5000", help="idle runner counts (1000,5000)")
+    parser.add_argument(
+        "--owners",
+        choices=("each", "one"),
+        default="each",
+        help="each idle runner has a member of its own (default), or one has all",
+    )
+    parser.add_argument("--client-procs", type=int, default=4, help="client processes (4)")
+    parser.add_argument("--ramp-rate", type=float, default=200, help="sessions opened per second")
+    parser.add_argument("--ramp-grace", type=float, default=90, help="extra seconds to park all")
+    parser.add_argument("--settle", type=float, default=3, help="seconds before measuring")
+    parser.add_argument("--window", type=float, default=35, help="measuring window, seconds (35)")
+    parser.add_argument("--base-window", type=float, default=10, help="baseline window (10)")
+    parser.add_argument("--wake-jobs", type=int, default=50, help="jobs for the wake latency")
+    parser.add_argument(
+        "--wake-budget", type=float, default=60, help="at most this many seconds of wake jobs"
+    )
+    parser.add_argument(
+        "--recheck-s",
+        type=float,
+        default=None,
+        help="server EVERDICT_WAKE_RECHECK_S (default: the server's own)",
+    )
+    common.add_database_arguments(parser)
+    args = parser.parse_args()
+    counts = sorted({int(x) for x in args.n.split(",") if x.strip()})
+    args.server_env = {} if args.recheck_s is None else {"EVERDICT_WAKE_RECHECK_S": args.recheck_s}
+    # Each session holds a socket on both sides: raise the limit for this process and,
+    # by inheritance, for daphne and the client processes.
+    limit = common.raise_open_files(max(counts) * 2 + 4096)
+
+    summary = common.Summary("idle runners: N parked long-polls on one daphne process")
+    with common.scratch_database(args) as scratch:
+        print(f"idle runners — {common.machine_line(scratch)}; open-file limit {limit}")
+        from django.conf import settings
+
+        member = common.seed_member()
+        common.seed_suite(member, name="one", cases=1)
+        measured = common.pair_runners(member.user, 1, label="measured")[0]
+        began = time.perf_counter()
+        tokens = pair_idle_runners(max(counts), args.owners)
+        owned = "one member each" if args.owners == "each" else "all one member"
+        print(
+            f"paired {len(tokens):,} idle runners ({owned}, one token per session) in "
+            f"{time.perf_counter() - began:.1f} s; server re-check "
+            f"{args.recheck_s or settings.EVERDICT_WAKE_RECHECK_S} s, presence writes at most "
+            f"every {settings.EVERDICT_PRESENCE_WRITE_S} s per runner"
+        )
+        for n in counts:
+            print(f"\n-- {n:,} idle runners")
+            base, idle = measure_n(scratch, n, tokens, member, measured, args)
+            print_reading("no idle runner", base)
+            print_reading(f"{n:,} idle runners", idle)
+            print(
+                f"  {idle.parked:,} long-polls parked at the end; {idle.polls:,} polls answered "
+                f"during the run; jobs taken by idle runners {idle.jobs_taken}; client errors "
+                f"{idle.errors or 'none'}"
+            )
+            rss, cpu = per_runner(base, idle)
+            projected = base.rss + rss * TARGET_RUNNERS
+            print(
+                f"  per idle runner: {rss / 1024:.1f} KiB RSS, {cpu * 1000:.3f} ms CPU per second; "
+                f"projected RSS for {TARGET_RUNNERS:,}: {projected / 2**20:.0f} MiB"
+            )
+            summary.add(
+                benchmark="idle_runners",
+                figure=f"RSS, {n:,} idle (projected {TARGET_RUNNERS:,})",
+                value=f"{idle.rss / 2**20:.0f} MiB ({projected / 2**20:.0f} MiB)",
+                baseline=f"{base.rss / 2**20:.0f} MiB idle-free",
+                ratio=f"{rss / 1024:.1f} KiB/runner",
+                target=f"{TARGET_RUNNERS:,} <= 1 GiB",
+                met=projected <= GIB,
+            )
+            summary.add(
+                benchmark="idle_runners",
+                figure=f"server CPU, {n:,} idle",
+                value=f"{idle.cpu_per_s * 100:.1f}% core",
+                baseline=f"{base.cpu_per_s * 100:.1f}% core",
+                ratio=f"{cpu * 1000 * 1000:.1f} us/s/runner",
+                target="-",
+            )
+            if idle.runner_updates_per_s is not None and base.runner_updates_per_s is not None:
+                summary.add(
+                    benchmark="idle_runners",
+                    figure=f"DB writes, {n:,} idle",
+                    value=f"{idle.runner_updates_per_s:.1f} runner upd/s, "
+                    f"{idle.commits_per_s:.0f} commits/s",
+                    baseline=f"{base.runner_updates_per_s:.1f} upd/s, "
+                    f"{base.commits_per_s:.0f} commits/s",
+                    ratio=f"{idle.runner_updates_per_s / n:.3f} upd/s/runner",
+                    target=f"<= 1 per {settings.EVERDICT_PRESENCE_WRITE_S} s/runner",
+                    # 10 % for the window's edges: a write just inside it counts whole.
+                    met=idle.runner_updates_per_s / n <= 1.1 / settings.EVERDICT_PRESENCE_WRITE_S,
+                )
+            p99, base99 = common.pct(idle.wake, 99), common.pct(base.wake, 99)
+            summary.add(
+                benchmark="idle_runners",
+                figure=f"wake p50 / p99, {n:,} idle",
+                value=f"{common.pct(idle.wake, 50) * 1000:.1f} / {p99 * 1000:.1f} ms",
+                baseline=f"{common.pct(base.wake, 50) * 1000:.1f} / {base99 * 1000:.1f} ms",
+                ratio=f"p99 {p99 / base99:.1f}x" if base99 > 0 else "-",
+                target="p99 <= 25 ms",
+                met=p99 <= 0.025,
+            )
+        summary.notes.append(
+            f"one rnr_ token per session, {args.client_procs} client processes; "
+            f"idle runners {'each own member' if args.owners == 'each' else 'one member'}"
+        )
+    common.finish(summary, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""The benchmarks run: a tiny pass of the queue-depth and dispatch scripts, so they cannot rot.
+
+Each script creates, migrates and drops a scratch database of its own, of the same kind
+as the test run's (PostgreSQL when DATABASE_URL names it, else a SQLite file).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bench(script: str, args: list[str], tmp_path: Path) -> dict[str, Any]:
+    suffix = os.environ.get("EVERDICT_TEST_DB_SUFFIX", "")
+    summary = tmp_path / f"{script}.json"
+    command = [
+        sys.executable,
+        str(ROOT / "bench" / f"{script}.py"),
+        *args,
+        "--db-name",
+        f"everdict_bench_smoke{suffix}_{script}",
+        "--summary-json",
+        str(summary),
+    ]
+    database = settings.DATABASES["default"]
+    if database["ENGINE"].endswith("postgresql"):
+        host = database.get("HOST") or "127.0.0.1"
+        port = database.get("PORT") or 5432
+        user = database.get("USER") or "postgres"
+        password = f":{database['PASSWORD']}" if database.get("PASSWORD") else ""
+        command += ["--postgres", f"postgres://{user}{password}@{host}:{port}/postgres"]
+    else:
+        command.append("--sqlite")
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    done = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return {"stdout": done.stdout, **json.loads(summary.read_text())}
+
+
+@pytest.mark.timeout(120)
+def test_the_queue_depth_benchmark_measures_claims_and_shows_the_plan(tmp_path: Path) -> None:
+    result = bench("queue_depth", ["--levels", "50,500", "--claims", "5", "--owners", "5"], tmp_path)
+    figures = [row["figure"] for row in result["rows"]]
+    assert figures == [
+        "job_lease p50 @ 50",
+        "claim SQL p50 @ 50",
+        "job_lease p50 @ 500",
+        "claim SQL p50 @ 500",
+    ]
+    # The plan is printed for every depth, and the claim reads the partial claim index.
+    assert result["stdout"].count("plan of the claim statement") == 2
+    assert "runnerjob_claim" in result["stdout"]
+
+
+@pytest.mark.timeout(120)
+def test_the_dispatch_benchmark_times_run_start_beside_a_raw_write(tmp_path: Path) -> None:
+    result = bench("dispatch", ["--cases", "200", "--repeat", "2"], tmp_path)
+    (row,) = result["rows"]
+    assert row["figure"] == "run_start, 200 cases (median)"
+    assert row["value"].endswith(" s")
+    assert "raw" in row["baseline"]
+    assert row["met"] is True
