@@ -1,8 +1,9 @@
 """The account page: my runners (pair, roster, revoke) and my API keys.
 
-Every action is a plain POST form, so the page works without JavaScript. A new token or
-key is rendered in the reply to the POST that created it and nowhere else: not in a URL,
-not in the session, so reloading the page never shows it again.
+Every action is a plain POST form, so the page works without JavaScript. Each POST
+redirects (a reload never re-submits it and pairs a second runner); a new token or key
+rides in the session just long enough for the next page view, which removes it as it
+shows it, so a reload never shows it again.
 """
 
 from __future__ import annotations
@@ -78,10 +79,18 @@ def _render_account(request: HttpRequest, status: int = 200, **context: Any) -> 
     return response
 
 
+_SHOW_ONCE = "everdict-show-once"
+
+
+def _show_once(request: HttpRequest, **secret: Any) -> HttpResponse:
+    request.session[_SHOW_ONCE] = secret
+    return redirect("account")
+
+
 @login_required
 @require_GET
 def account(request: HttpRequest) -> HttpResponse:
-    return _render_account(request)
+    return _render_account(request, **request.session.pop(_SHOW_ONCE, {}))
 
 
 @login_required
@@ -95,7 +104,9 @@ def runner_pair_view(request: HttpRequest) -> HttpResponse:
         label=form.cleaned_data["label"],
         capabilities=form.cleaned_data["capabilities"],
     )
-    return _render_account(request, paired=paired)
+    return _show_once(
+        request, paired={"runner": {"label": paired.runner.label}, "token": paired.token}
+    )
 
 
 @login_required
@@ -117,7 +128,9 @@ def api_key_create_view(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _render_account(request, status=400, key_form=form)
     issued = api_key_create(user=request.user, name=form.cleaned_data["name"])
-    return _render_account(request, issued_key=issued)
+    return _show_once(
+        request, issued_key={"api_key": {"name": issued.api_key.name}, "key": issued.key}
+    )
 
 
 @login_required

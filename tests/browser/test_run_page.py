@@ -88,15 +88,15 @@ def log_in(page: Any, url: str) -> None:
 
 
 def pair_runner(page: Any, url: str, label: str) -> str:
-    """Pair on the account page; the token is shown in that reply and never again."""
+    """Pair on the account page; the token is shown once and is gone on reload."""
     page.goto(f"{url}/account/")
     page.fill("#id_label", label)
     page.fill("#id_capabilities", "python")
     page.click("text=Pair runner")
     token_match = TOKEN_RE.search(page.inner_text("#pair-command"))
     assert token_match is not None
-    # Open the page again (a GET; reloading the POST reply would submit the form again).
-    page.goto(f"{url}/account/")
+    # A reload (the page was reached by a redirect, so it re-submits nothing) hides it.
+    page.reload()
     assert token_match.group(0) not in page.content()
     assert page.locator("#paired").count() == 0
     assert page.locator("tr", has_text=label).count() == 1

@@ -63,9 +63,13 @@ def test_logging_out_is_a_post(alice_client: Client) -> None:
 
 def test_pairing_from_the_account_page_shows_the_token_once(alice_client: Client) -> None:
     reply = alice_client.post(
-        "/account/runners/pair", {"label": "laptop", "capabilities": "claude, node  python,"}
+        "/account/runners/pair",
+        {"label": "laptop", "capabilities": "claude, node  python,"},
+        follow=True,
     )
 
+    # Post/redirect/get: a reload of the page that shows the token re-submits nothing.
+    assert reply.redirect_chain == [("/account/", 302)]
     assert reply.status_code == 200
     page = reply.content.decode()
     runner = Runner.objects.get()
@@ -83,7 +87,9 @@ def test_pairing_from_the_account_page_shows_the_token_once(alice_client: Client
 def test_the_pairing_command_uses_the_public_url(alice_client: Client, settings: Any) -> None:
     settings.EVERDICT_PUBLIC_URL = "https://evals.example.com/"
 
-    page = alice_client.post("/account/runners/pair", {"label": "laptop"}).content.decode()
+    page = alice_client.post(
+        "/account/runners/pair", {"label": "laptop"}, follow=True
+    ).content.decode()
 
     assert "python -m runnercli pair --server https://evals.example.com --token rnr_" in page
 
@@ -167,7 +173,7 @@ def test_the_roster_shows_presence_and_the_coloured_status(
 
 
 def test_an_api_key_created_on_the_page_is_shown_once(alice_client: Client, alice: Any) -> None:
-    reply = alice_client.post("/account/api-keys/create", {"name": "ci"})
+    reply = alice_client.post("/account/api-keys/create", {"name": "ci"}, follow=True)
 
     assert reply.status_code == 200
     key = KEY_RE.search(reply.content.decode()).group(0)  # type: ignore[union-attr]
