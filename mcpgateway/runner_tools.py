@@ -17,6 +17,7 @@ from mcpgateway.auth import current_principal
 from mcpgateway.calls import cancel_once, in_thread
 from mcpgateway.services import protocol_outdated, runner_hello
 from runnercli.protocol import (
+    MAX_JOBS_PER_LEASE,
     MAX_LOG_LINE_BYTES,
     MAX_LOG_LINES_PER_CALL,
     MAX_STATUS_CHARS,
@@ -27,6 +28,7 @@ from runnercli.protocol import (
     CaseResult,
     HeartbeatAck,
     Hello,
+    LeaseGrant,
     LeaseReply,
 )
 from runners.models import Runner
@@ -68,7 +70,19 @@ async def hello(protocol: int, capabilities: Capabilities = (), status: Status =
 
 
 async def lease_job(
-    protocol: int, wait_ms: int = 0, capabilities: Capabilities = (), status: Status = ""
+    protocol: int,
+    wait_ms: int = 0,
+    capabilities: Capabilities = (),
+    status: Status = "",
+    max_jobs: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            le=MAX_JOBS_PER_LEASE,
+            description="Lease up to this many jobs at once (a runner's free slots); "
+            "the reply then lists them all in `jobs`.",
+        ),
+    ] = None,
 ) -> LeaseReply:
     """Lease the next job for this runner, waiting up to `wait_ms` (≤ 30000) for one.
 
@@ -86,12 +100,16 @@ async def lease_job(
             capabilities=list(capabilities) or None,
             status=status,
             wait_ms=max(0, min(wait_ms, MAX_WAIT_MS)),
+            max_jobs=max_jobs or 1,
         ),
         undelivered=lambda grants: _release(runner, grants),
     )
+    batch = None
+    if max_jobs is not None:
+        batch = [LeaseGrant(job=g.case_job, lease=g.lease) for g in leased]
     if not leased:
-        return LeaseReply()
-    return LeaseReply(job=leased[0].case_job, lease=leased[0].lease)
+        return LeaseReply(jobs=batch)
+    return LeaseReply(job=leased[0].case_job, lease=leased[0].lease, jobs=batch)
 
 
 async def _release(runner: Runner, grants: list[LeasedJob]) -> None:

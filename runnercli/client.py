@@ -154,13 +154,17 @@ class RunnerClient:
         args = {"protocol": PROTOCOL_VERSION, "capabilities": capabilities, "status": _st(status)}
         return await self._call("hello", args, Hello)
 
-    async def lease_job(self, *, wait_ms: int, capabilities: list[str], status: str) -> LeaseReply:
-        args = {
+    async def lease_job(
+        self, *, wait_ms: int, capabilities: list[str], status: str, max_jobs: int | None = None
+    ) -> LeaseReply:
+        args: dict[str, object] = {
             "protocol": PROTOCOL_VERSION,
             "wait_ms": wait_ms,
             "capabilities": capabilities,
             "status": _st(status),
         }
+        if max_jobs is not None:
+            args["max_jobs"] = max_jobs
         return await self._call("lease_job", args, LeaseReply, wait_s=wait_ms / 1000)
 
     async def heartbeat_job(self, *, job_id: int, lease_epoch: int, status: str) -> HeartbeatAck:

@@ -1,8 +1,9 @@
 """The pull loop: lease workers, heartbeats, log batches, cancel and shutdown.
 
-N workers share one MCP session. Each long-polls `lease_job`, runs the case it gets, heartbeats
-while it runs, pushes log lines in batches and reports the result (or `fail_job` when the case
-could not run). The member stays in charge: an allow-list refuses harnesses before anything
+One MCP session; one leaser long-polls `lease_job` for as many jobs as there are free slots
+(`--max-concurrent`), and each job runs in its own task: it heartbeats while the case runs,
+pushes log lines in batches and reports the result (or `fail_job` when the case could not
+run). The member stays in charge: an allow-list refuses harnesses before anything
 runs, the first signal drains, the second one requeues what is running and leaves.
 """
 
@@ -31,6 +32,7 @@ from runnercli.protocol import (
     CaseJob,
     CaseResult,
     Lease,
+    LeaseGrant,
 )
 from runnercli.status import StatusLine
 
@@ -241,8 +243,7 @@ class RunnerLoop:
             await self._greet()
             if self._stop.is_set():
                 return self.exit_code
-            slots = 1 if self.options.once else self.options.max_concurrent
-            workers = [asyncio.create_task(self._worker()) for _ in range(slots)]
+            workers = [asyncio.create_task(self._leaser())]
             fatal = asyncio.create_task(self._fatal_event.wait())
             await asyncio.wait([*workers, fatal], return_when=asyncio.FIRST_COMPLETED)
             # Either every worker finished, or one hit a fatal error and the rest must go.
@@ -339,34 +340,53 @@ class RunnerLoop:
 
     # ---- leasing
 
-    async def _worker(self) -> None:
-        while not self._stop.is_set() and self._fatal is None:
-            try:
-                job, lease = await self._lease()
-                if job is None or lease is None:
+    async def _leaser(self) -> None:
+        slots = 1 if self.options.once else self.options.max_concurrent
+        busy: set[asyncio.Task[None]] = set()
+        try:
+            while not self._stop.is_set() and self._fatal is None:
+                free = slots - len(busy)
+                if free <= 0:
+                    await asyncio.wait(busy, return_when=asyncio.FIRST_COMPLETED)
+                    busy = {task for task in busy if not task.done()}
                     continue
-                if self._stop.is_set():
-                    await self._hand_back(job, lease, "the runner is stopping")
+                try:
+                    grants = await self._lease(max_jobs=free)
+                except RunnerExit as exc:
+                    self._die(exc)
                     return
-                reported = await self._handle(JobRun(job, lease))
-                if self.options.once:
-                    if not reported:
-                        self.exit_code = EXIT_NOT_REPORTED
-                    self._stop.set()
-                    return
-            except RunnerExit as exc:
-                self._die(exc)
-                return
-            except Exception as exc:  # one bad job must not stop the runner
-                self.status.event(f"✗ internal error: {type(exc).__name__}: {exc}")
-                await self._pause("internal error")
+                for grant in grants:
+                    if self._stop.is_set():
+                        await self._hand_back(grant.job, grant.lease, "the runner is stopping")
+                        continue
+                    busy.add(asyncio.create_task(self._run_one(grant.job, grant.lease)))
+                if self.options.once and busy:
+                    break
+            await asyncio.gather(*busy, return_exceptions=True)
+        finally:
+            for task in busy:
+                task.cancel()
+            await asyncio.gather(*busy, return_exceptions=True)
 
-    async def _lease(self) -> tuple[CaseJob | None, Lease | None]:
+    async def _run_one(self, job: CaseJob, lease: Lease) -> None:
+        try:
+            reported = await self._handle(JobRun(job, lease))
+            if self.options.once:
+                if not reported:
+                    self.exit_code = EXIT_NOT_REPORTED
+                self._stop.set()
+        except RunnerExit as exc:
+            self._die(exc)
+        except Exception as exc:  # one bad job must not stop the runner
+            self.status.event(f"✗ internal error: {type(exc).__name__}: {exc}")
+
+    async def _lease(self, max_jobs: int) -> list[LeaseGrant]:
         call = asyncio.create_task(
             self.client.lease_job(
                 wait_ms=self.options.wait_ms,
                 capabilities=self.options.capabilities,
                 status=self.status_text(),
+                max_jobs=max_jobs if max_jobs > 1 else None,
             )
         )
         stop = asyncio.create_task(self._stop.wait())
@@ -376,24 +396,24 @@ class RunnerLoop:
             call.cancel()
             with contextlib.suppress(BaseException):
                 await call
-            return None, None
+            return []
         try:
             reply = call.result()
         except RevokedError as exc:
             raise RunnerExit(EXIT_REVOKED, REVOKED_MESSAGE) from exc
         except ServerUnavailable as exc:
             await self._pause(f"cannot reach server: {exc}")
-            return None, None
+            return []
         except ToolCallError as exc:
             await self._pause(f"lease refused: {_short(str(exc))}")
-            return None, None
+            return []
         self.backoff.reset()
         if reply.update_required:
             raise RunnerExit(
                 EXIT_UPDATE_REQUIRED, UPGRADE_MESSAGE.format(protocol=PROTOCOL_VERSION)
             )
         self._show()
-        return reply.job, reply.lease
+        return reply.grants()
 
     async def _hand_back(self, job: CaseJob, lease: Lease, why: str) -> None:
         with contextlib.suppress(ToolCallError):

@@ -95,10 +95,27 @@ class Lease(BaseModel):
     heartbeat_ms: int
 
 
+class LeaseGrant(BaseModel):
+    job: CaseJob
+    lease: Lease
+
+
 class LeaseReply(BaseModel):
+    """The reply to `lease_job`. `jobs` is present only when the runner asked for several
+    (`max_jobs`): then it lists every grant, the first also being `job`/`lease`; without
+    `max_jobs` the reply is the single-job one, unchanged."""
+
     job: CaseJob | None = None
     lease: Lease | None = None
     update_required: bool = False
+    jobs: list[LeaseGrant] | None = Field(default=None, exclude_if=lambda jobs: jobs is None)
+
+    def grants(self) -> list[LeaseGrant]:
+        if self.jobs is not None:
+            return list(self.jobs)
+        if self.job is not None and self.lease is not None:
+            return [LeaseGrant(job=self.job, lease=self.lease)]
+        return []
 
 
 class RunnerInfo(_Received):

@@ -306,3 +306,30 @@ def test_lease_job_stores_the_capabilities_the_runner_reports(gateway: Any, key:
     assert status == 200
     assert runners[0]["capabilities"] == ["claude", "python"]
     assert runners[0]["online"] is True and runners[0]["status"] == "idle"
+
+
+def test_a_runner_with_free_slots_leases_several_jobs_in_one_call(
+    gateway: Any, alice: Any, key: str
+) -> None:
+    suite(alice, cases=5, name="five")
+    paired = pair_via_rest(gateway, key)
+    status, run = rest(
+        gateway.url,
+        "POST",
+        "/api/workspaces/acme/runs",
+        key,
+        {"harness": "five", "dataset": "five", "runtime": f"self:{paired['id']}", "concurrency": 5},
+    )
+    assert status == 201, run
+    first = lease(gateway, paired["token"], max_jobs=3)
+    assert [g["job"]["case"]["key"] for g in first["jobs"]] == ["c0", "c1", "c2"]
+    assert first["job"] == first["jobs"][0]["job"]
+    assert {g["lease"]["lease_epoch"] for g in first["jobs"]} == {1}
+    rest_of_it = lease(gateway, paired["token"], max_jobs=5)
+    assert [g["job"]["case"]["key"] for g in rest_of_it["jobs"]] == ["c3", "c4"]
+    empty = structured(
+        call(gateway.url, paired["token"], "lease_job", {"protocol": 1, "max_jobs": 2})
+    )
+    assert empty == {"job": None, "lease": None, "update_required": False, "jobs": []}
+    assert RunnerJob.objects.filter(status=JobStatus.LEASED).count() == 5
+    assert JobAttempt.objects.filter(status="executing").count() == 5
