@@ -43,7 +43,7 @@ test-sqlite: install
 
 test-postgres: install
 	@if $(PY) -c "import psycopg,sys; psycopg.connect('$(TEST_DATABASE_URL)', connect_timeout=3).close()" 2>/dev/null; then \
-		DATABASE_URL='$(TEST_DATABASE_URL)' $(VENV)/bin/pytest; \
+		DATABASE_URL='$(TEST_DATABASE_URL)' $(VENV)/bin/pytest -m 'not once'; \
 	elif [ -n "$$REQUIRE_POSTGRES" ]; then \
 		echo "PostgreSQL at $(TEST_DATABASE_URL) is required (REQUIRE_POSTGRES is set) but unreachable"; exit 1; \
 	else \

@@ -35,6 +35,7 @@ TOKEN_RE = re.compile(r"rnr_[A-Za-z0-9_-]{20,}")
 
 pytestmark = [
     pytest.mark.browser,
+    pytest.mark.once,
     pytest.mark.e2e,
     pytest.mark.skipif(
         not CHROMIUM.exists(),

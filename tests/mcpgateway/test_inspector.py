@@ -14,7 +14,8 @@ from everdict.services import api_key_create
 from tests.live import ROOT
 from tests.suites import pair
 
-pytestmark = pytest.mark.e2e
+# The engine under the server does not change what this shows: one database pass runs it.
+pytestmark = [pytest.mark.e2e, pytest.mark.once]
 
 NODE_DIR = ROOT / "var" / "node"
 INSPECTOR = NODE_DIR / "node_modules" / ".bin" / "mcp-inspector"

@@ -15,7 +15,8 @@ import pytest
 
 from tests.live import ROOT
 
-pytestmark = pytest.mark.e2e
+# The engine under the server does not change what this shows: one database pass runs it.
+pytestmark = [pytest.mark.e2e, pytest.mark.once]
 
 PROJECT_FILES = ["pyproject.toml", "README.md"]
 PACKAGES = ["everdict", "runners", "scorecards", "mcpgateway", "runnercli"]
