@@ -561,20 +561,22 @@ def run_job_counts(run_id: int) -> dict[str, int]:
     return counts
 
 
-def lease_expire_one(*, now: datetime | None = None) -> Ended | None:
-    """Expire one lease whose holder went silent: requeue it, or fail it when out of attempts.
+def leases_expired() -> QuerySet[RunnerJob]:
+    """Jobs whose holder went silent past its lease."""
+    return RunnerJob.objects.filter(status=JobStatus.LEASED, leased_until__lt=timezone.now())
 
-    Returns None when there is nothing to expire. Safe with several schedulers: the row is
-    locked with SKIP LOCKED and re-checked.
+
+def lease_expire(*, job_id: int) -> Ended | None:
+    """Expire this job's silent lease: requeue it, or fail it when out of attempts.
+
+    None when the lease is no longer expired (a heartbeat or another scheduler got there
+    first): the condition is re-checked under the row lock.
     """
-    now = now or timezone.now()
-    job = (
-        RunnerJob.objects.select_for_update(skip_locked=True, of=("self",))
-        .filter(status=JobStatus.LEASED, leased_until__lt=now)
-        .order_by("leased_until")
-        .first()
-    )
-    if job is None:
+    now = timezone.now()
+    job = _locked_job(job_id)
+    if job is None or job.status != JobStatus.LEASED or not job.leased_until:
+        return None
+    if job.leased_until >= now:
         return None
     _current_attempt(job).filter(status=AttemptStatus.EXECUTING).update(
         status=AttemptStatus.EXPIRED, ended_at=now, reason="no heartbeat within the lease"
@@ -586,22 +588,18 @@ def lease_expire_one(*, now: datetime | None = None) -> Ended | None:
     return Ended(jobs=[job])
 
 
-def jobs_idle_expire_one(*, now: datetime | None = None) -> tuple[RunnerJob, Ended] | None:
-    """Fail one run's jobs when one of them sat queued past the idle timeout: no runner.
+def jobs_idle() -> QuerySet[RunnerJob]:
+    """Queued jobs no runner took within the idle timeout."""
+    cutoff = timezone.now() - timedelta(seconds=settings.EVERDICT_QUEUE_IDLE_TIMEOUT_S)
+    return RunnerJob.objects.filter(status=JobStatus.QUEUED, queued_at__lt=cutoff)
 
-    Fails that job and the run's other queued and pending jobs; returns the job that timed
-    out (for the message) and every job ended.
-    """
-    now = now or timezone.now()
-    cutoff = now - timedelta(seconds=settings.EVERDICT_QUEUE_IDLE_TIMEOUT_S)
-    job = (
-        RunnerJob.objects.select_for_update(skip_locked=True, of=("self",))
-        .filter(status=JobStatus.QUEUED, queued_at__lt=cutoff)
-        .order_by("queued_at")
-        .first()
-    )
-    if job is None:
+
+def jobs_idle_expire(*, job_id: int) -> Ended | None:
+    """Fail this idle job (`no_runner`) and its run's other queued and pending jobs."""
+    job = _locked_job(job_id)
+    if job is None or not jobs_idle().filter(pk=job_id).exists():
         return None
+    now = timezone.now()
     ended = list(
         RunnerJob.objects.select_for_update(of=("self",))
         .filter(run_id=job.run_id, status__in=(JobStatus.QUEUED, JobStatus.PENDING))
@@ -610,30 +608,30 @@ def jobs_idle_expire_one(*, now: datetime | None = None) -> tuple[RunnerJob, End
     RunnerJob.objects.filter(pk__in=[j.pk for j in ended]).update(
         status=JobStatus.FAILED, finished_at=now, reason="no_runner"
     )
+    metrics.SETTLED.labels(status=JobStatus.FAILED).inc(len(ended))
     for j in ended:
         j.status, j.finished_at, j.reason = JobStatus.FAILED, now, "no_runner"
-    return job, Ended(jobs=ended)
+    return Ended(jobs=ended)
 
 
-def jobs_of_revoked_runner_one() -> Ended | None:
-    """End the open jobs of one run pinned to a revoked runner ("runner revoked")."""
-    job = (
-        RunnerJob.objects.filter(
-            runner__revoked_at__isnull=False,
-            status__in=(JobStatus.PENDING, JobStatus.QUEUED, JobStatus.LEASED),
-        )
-        .only("pk", "run_id", "runner_id")
-        .first()
+def jobs_of_revoked_runners() -> QuerySet[RunnerJob]:
+    """Open jobs pinned to a runner that was revoked."""
+    return RunnerJob.objects.filter(
+        runner__revoked_at__isnull=False,
+        status__in=(JobStatus.PENDING, JobStatus.QUEUED, JobStatus.LEASED),
     )
-    if job is None:
+
+
+def jobs_of_revoked_runner_end(*, job_id: int) -> Ended | None:
+    """End the open jobs of this job's run pinned to its revoked runner ("runner revoked")."""
+    job = _locked_job(job_id)
+    if job is None or not jobs_of_revoked_runners().filter(pk=job_id).exists():
         return None
     now = timezone.now()
     ended = list(
-        RunnerJob.objects.select_for_update(of=("self",)).filter(
-            run_id=job.run_id,
-            runner_id=job.runner_id or 0,
-            status__in=(JobStatus.PENDING, JobStatus.QUEUED, JobStatus.LEASED),
-        )
+        jobs_of_revoked_runners()
+        .select_for_update(of=("self",))
+        .filter(run_id=job.run_id, runner_id=job.runner_id or 0)
     )
     executing = [j.current_attempt_id for j in ended if j.status == JobStatus.LEASED]
     JobAttempt.objects.filter(pk__in=executing, status=AttemptStatus.EXECUTING).update(
@@ -642,6 +640,7 @@ def jobs_of_revoked_runner_one() -> Ended | None:
     RunnerJob.objects.filter(pk__in=[j.pk for j in ended]).update(
         status=JobStatus.FAILED, finished_at=now, leased_until=None, reason="runner revoked"
     )
+    metrics.SETTLED.labels(status=JobStatus.FAILED).inc(len(ended))
     for j in ended:
         j.status, j.finished_at, j.reason = JobStatus.FAILED, now, "runner revoked"
     return Ended(jobs=ended)

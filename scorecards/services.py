@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from everdict.errors import Invalid, NotFound, PermissionDenied, QuotaExceeded
@@ -139,7 +140,7 @@ def run_start(
             created_at=now,
         )
         count = _park_jobs(run, spec, target, now)
-        _event(run, f"Dispatched {count} cases of {hv} × {dv} to {_target_name(target)}.")
+        _event(run, f"Dispatched {count} cases of {hv} over {dv} to {_target_name(target)}.")
         offline = [r for r in target.candidates if not r.is_online]
         if offline and len(offline) == len(target.candidates):
             names = ", ".join(r.label for r in offline)
@@ -378,34 +379,34 @@ def run_cancel(*, user: Any, run_id: int) -> Run:
 # --------------------------------------------------------------- scheduler
 
 
-def scheduler_expire_one_lease() -> bool:
-    """Expire one silent lease (requeue, or an `error` when out of attempts)."""
+def _scheduler_step(candidates: QuerySet[RunnerJob], settle: Callable[[Run, int], None]) -> bool:
+    """Handle one candidate job: lock its run first (the lock order everywhere), then let
+    `settle` re-check and change it under the lock. False when there was no candidate."""
     with transaction.atomic():
-        candidate = (
-            RunnerJob.objects.filter(status=JobStatus.LEASED, leased_until__lt=timezone.now())
-            .values_list("pk", flat=True)
-            .first()
-        )
-        if candidate is None:
+        job_id = candidates.values_list("pk", flat=True).first()
+        if job_id is None:
             return False
-        run = _locked_run_of(candidate)
-        ended = queue.lease_expire_one()
-        if ended is None or run is None:
-            return ended is not None
-        for job in ended.requeued:
-            if job.run_id == run.pk:
-                _event(
-                    run,
-                    f"Case {job.case_key}: lease expired (no heartbeat) — requeued "
-                    f"(attempt {job.attempts} of {job.max_attempts}).",
-                    EventLevel.WARNING,
-                )
-        for job in ended.jobs:
-            locked = run if job.run_id == run.pk else _locked_run_of(job.pk)
-            if locked is not None:
-                _record_error(locked, job, job.reason, runner=job.leased_by)
-                _run_advance(locked)
+        run = _locked_run_of(job_id)
+        if run is not None:
+            settle(run, job_id)
     return True
+
+
+def _settle_expired_lease(run: Run, job_id: int) -> None:
+    ended = queue.lease_expire(job_id=job_id)
+    if ended is None:
+        return
+    for job in ended.requeued:
+        _event(
+            run,
+            f"Case {job.case_key}: lease expired (no heartbeat) — requeued "
+            f"(attempt {job.attempts} of {job.max_attempts}).",
+            EventLevel.WARNING,
+        )
+    for job in ended.jobs:
+        _record_error(run, job, job.reason, runner=job.leased_by)
+    if ended.jobs:
+        _run_advance(run)
 
 
 def _no_runner_message(run: Run) -> str:
@@ -420,52 +421,40 @@ def _no_runner_message(run: Run) -> str:
     return f"no_runner: no runner leased this case within {waited}s — {who}"
 
 
+def _settle_idle_queue(run: Run, job_id: int) -> None:
+    ended = queue.jobs_idle_expire(job_id=job_id)
+    if ended is None:
+        return
+    message = _no_runner_message(run)
+    _event(run, message, EventLevel.ERROR)
+    for job in ended.jobs:
+        _record_error(run, job, message, runner=None)
+    _run_advance(run)
+
+
+def _settle_revoked_runner(run: Run, job_id: int) -> None:
+    ended = queue.jobs_of_revoked_runner_end(job_id=job_id)
+    if ended is None:
+        return
+    _event(run, "Runner revoked: its open cases end as errors.", EventLevel.ERROR)
+    for job in ended.jobs:
+        _record_error(run, job, "runner revoked", runner=None)
+    _run_advance(run)
+
+
+def scheduler_expire_one_lease() -> bool:
+    """Expire one silent lease (requeue, or an `error` when out of attempts)."""
+    return _scheduler_step(queue.leases_expired(), _settle_expired_lease)
+
+
 def scheduler_expire_one_idle_run() -> bool:
     """Fail one run's queue that no runner took within the idle timeout (`no_runner`)."""
-    cutoff = timezone.now() - timedelta(seconds=settings.EVERDICT_QUEUE_IDLE_TIMEOUT_S)
-    with transaction.atomic():
-        candidate = (
-            RunnerJob.objects.filter(status=JobStatus.QUEUED, queued_at__lt=cutoff)
-            .values_list("pk", flat=True)
-            .first()
-        )
-        if candidate is None:
-            return False
-        run = _locked_run_of(candidate)
-        found = queue.jobs_idle_expire_one()
-        if found is None or run is None:
-            return found is not None
-        timed_out, ended = found
-        message = _no_runner_message(run)
-        _event(run, message, EventLevel.ERROR)
-        for job in ended.jobs:
-            _record_error(run, job, message, runner=None)
-        _run_advance(run)
-    return True
+    return _scheduler_step(queue.jobs_idle(), _settle_idle_queue)
 
 
 def scheduler_settle_one_revoked() -> bool:
     """Settle the open jobs of one run pinned to a revoked runner."""
-    with transaction.atomic():
-        candidate = (
-            RunnerJob.objects.filter(
-                runner__revoked_at__isnull=False,
-                status__in=(JobStatus.PENDING, JobStatus.QUEUED, JobStatus.LEASED),
-            )
-            .values_list("pk", flat=True)
-            .first()
-        )
-        if candidate is None:
-            return False
-        run = _locked_run_of(candidate)
-        ended = queue.jobs_of_revoked_runner_one()
-        if ended is None or run is None:
-            return ended is not None
-        _event(run, "Runner revoked: its open cases end as errors.", EventLevel.ERROR)
-        for job in ended.jobs:
-            _record_error(run, job, "runner revoked", runner=None)
-        _run_advance(run)
-    return True
+    return _scheduler_step(queue.jobs_of_revoked_runners(), _settle_revoked_runner)
 
 
 def scheduler_complete_one_run() -> bool:
