@@ -450,6 +450,8 @@ class RunnerLoop:
                 )
             except StartError as exc:
                 return await self._report_start_error(job_run, log, str(exc))
+            # The case is over: no heartbeat may cross the result on its way.
+            heartbeat.cancel()
             return await self._report(job_run, log, result)
         finally:
             heartbeat.cancel()

@@ -331,7 +331,9 @@ def job_heartbeat(
         return HeartbeatAck(accepted=True)
     job = RunnerJob.objects.filter(pk=job_id).first()
     reason = _refusal(job, runner, lease_epoch)
-    metrics.fenced("heartbeat_job", reason)
+    if not reason.startswith("job is"):
+        # The holder's own heartbeat crossing its result is not a fenced-off call.
+        metrics.fenced("heartbeat_job", reason)
     return HeartbeatAck(accepted=False, cancel=reason == "canceled", reason=reason)
 
 

@@ -30,7 +30,7 @@ from runners.services import runner_pair
 from tests.cluster import DEFAULT_REDIS, Cluster, ok, require_postgres_and_redis
 from tests.suites import start, suite
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)]
 
 REDIS_URL = f"{DEFAULT_REDIS}/5"
 # Far longer than the wake this file asserts: only a notification can deliver the job in time.

@@ -12,7 +12,6 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,15 +21,13 @@ from tests.cluster import DEFAULT_REDIS, require_postgres_and_redis
 sys.path.append(str(Path(__file__).resolve().parent.parent / "bench"))
 import soak
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)]
 
 REDIS_URL = f"{DEFAULT_REDIS}/6"
 BUDGET_S = 120
 
 
-def test_a_short_chaos_soak_loses_no_job_and_records_no_fenced_off_result(
-    tmp_path: Path, settings: Any
-) -> None:
+def test_a_short_chaos_soak_loses_no_job_and_records_no_fenced_off_result(tmp_path: Path) -> None:
     require_postgres_and_redis(REDIS_URL)
     config = soak.SoakConfig(
         jobs=150,
