@@ -19,7 +19,7 @@ import anyio
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Exists, F, Q, QuerySet
+from django.db.models import Count, Exists, F, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from runnercli.protocol import (
@@ -32,6 +32,7 @@ from runnercli.protocol import (
 )
 from runners import metrics, wakeup
 from runners.models import (
+    ACTIVE_JOB_STATUSES,
     AttemptStatus,
     JobAttempt,
     JobBatch,
@@ -535,23 +536,30 @@ def jobs_park(
     return count
 
 
-def jobs_admit(*, run_id: int, limit: int) -> int:
-    """Move up to `limit` of the run's pending jobs to the queue, in order."""
+def jobs_admit(*, run_id: int, owner_id: int, limit: int) -> int:
+    """Move up to `limit` of the run's pending jobs to the queue, in order (one statement)."""
     if limit <= 0:
         return 0
-    ids = list(
+    next_ids = (
         RunnerJob.objects.filter(run_id=run_id, status=JobStatus.PENDING)
         .order_by("seq")
-        .values_list("pk", flat=True)[:limit]
+        .values("pk")[:limit]
     )
-    if not ids:
-        return 0
-    admitted = RunnerJob.objects.filter(pk__in=ids, status=JobStatus.PENDING).update(
+    admitted = RunnerJob.objects.filter(pk__in=Subquery(next_ids)).update(
         status=JobStatus.QUEUED, queued_at=timezone.now()
     )
-    owner_ids = RunnerJob.objects.filter(pk__in=ids).values_list("owner_id", flat=True)[:1]
-    wakeup.notify_owners(owner_ids)
+    if admitted:
+        wakeup.notify_owners([owner_id])
     return admitted
+
+
+def run_active_count(run_id: int) -> int:
+    """How many of the run's jobs are queued or leased (bounded by its concurrency)."""
+    return RunnerJob.objects.filter(run_id=run_id, status__in=ACTIVE_JOB_STATUSES).count()
+
+
+def run_has_pending(run_id: int) -> bool:
+    return RunnerJob.objects.filter(run_id=run_id, status=JobStatus.PENDING).exists()
 
 
 def run_job_counts(run_id: int) -> dict[str, int]:

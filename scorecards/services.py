@@ -200,13 +200,11 @@ def _result_digest(result: CaseResult) -> str:
 
 def _locked_run_of(job_id: int) -> Run | None:
     """Lock the run a job belongs to, before the job (the lock order everywhere)."""
-    run_id = RunnerJob.objects.filter(pk=job_id).values_list("run_id", flat=True).first()
-    if run_id is None:
-        return None
     return (
         Run.objects.select_for_update(of=("self",))
         .select_related("harness", "dataset", "workspace", "submitted_by")
-        .get(pk=run_id)
+        .filter(jobs__pk=job_id)
+        .first()
     )
 
 
@@ -318,9 +316,11 @@ def _record_error(run: Run, job: RunnerJob, reason: str, *, runner: Runner | Non
 
 
 def _run_advance(run: Run) -> None:
-    """Admit the run's next pending jobs up to its concurrency; complete it when done."""
-    counts = queue.run_job_counts(run.pk)
-    active = counts[JobStatus.QUEUED] + counts[JobStatus.LEASED]
+    """Admit the run's next pending jobs up to its concurrency; complete it when done.
+
+    Called on every settled case, so it reads only the run's active jobs (at most its
+    concurrency, through the (run, status) index), never a count over the whole run.
+    """
     now = timezone.now()
     if run.status == RunStatus.QUEUED:
         run.status = RunStatus.RUNNING
@@ -328,10 +328,12 @@ def _run_advance(run: Run) -> None:
         Run.objects.filter(pk=run.pk).update(status=run.status, started_at=run.started_at)
     if run.is_terminal:
         return
-    if counts[JobStatus.PENDING]:
-        queue.jobs_admit(run_id=run.pk, limit=run.concurrency - active)
+    active = queue.run_active_count(run.pk)
+    if active < run.concurrency and queue.jobs_admit(
+        run_id=run.pk, owner_id=run.submitted_by_id, limit=run.concurrency - active
+    ):
         return
-    if active == 0:
+    if active == 0 and not queue.run_has_pending(run.pk):
         _run_complete(run, now)
 
 
