@@ -80,6 +80,25 @@ def add_database_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--summary-json", metavar="PATH", default=None, help="also write the summary rows here"
     )
+    parser.add_argument(
+        "--server-env",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="extra environment for the server processes (repeatable), e.g. "
+        "EVERDICT_WAKE_RECHECK_S=30",
+    )
+
+
+def server_env(args: argparse.Namespace) -> dict[str, str]:
+    """The --server-env pairs as a dict."""
+    pairs = {}
+    for item in args.server_env:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"--server-env wants NAME=VALUE, got {item!r}")
+        pairs[name] = value
+    return pairs
 
 
 def postgres_base(args: argparse.Namespace) -> str:
@@ -417,11 +436,13 @@ def no_op_result() -> dict[str, Any]:
 
 
 def leased_jobs(structured: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The jobs a `lease_job` reply carries: `jobs` when batched, else the single `job`."""
+    """The jobs a `lease_job` reply carries: each grant's job when batched (`jobs`), else the
+    single `job`."""
     if not structured:
         return []
     if isinstance(structured.get("jobs"), list):
-        return [j for j in structured["jobs"] if j]
+        grants = [g for g in structured["jobs"] if g]
+        return [g["job"] if isinstance(g.get("job"), dict) else g for g in grants]
     job = structured.get("job")
     return [job] if job else []
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing as mp
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,29 +68,27 @@ def claim_sql() -> str:
     )
 
 
-def raw_worker(
-    url: str, owner: int, runner: int, per_claim: int, done: list[int], errors: list[str]
-) -> None:
+def raw_worker(url: str, owner: int, runner: int, per_claim: int, go: Any, results: Any) -> None:
+    """One consumer process: claim, mark leased, commit; complete each job in its own commit."""
     import psycopg
 
     try:
         with psycopg.connect(url) as conn:
+            conn.execute("SELECT 1")
+            conn.commit()
+            go.wait()
+            done = 0
             while True:
                 with conn.transaction():
-                    ids = [
-                        row[0]
-                        for row in conn.execute(
-                            claim_sql(),
-                            {
-                                "owner": owner,
-                                "runner": runner,
-                                "caps": '["python"]',
-                                "limit": per_claim,
-                            },
-                        )
-                    ]
+                    params = {
+                        "owner": owner,
+                        "runner": runner,
+                        "caps": '["python"]',
+                        "limit": per_claim,
+                    }
+                    ids = [row[0] for row in conn.execute(claim_sql(), params)]
                     if not ids:
-                        return
+                        break
                     conn.execute(
                         "UPDATE runners_runnerjob SET status = 'leased', leased_by_id = %s,"
                         " leased_until = now() + interval '60 seconds',"
@@ -108,9 +105,10 @@ def raw_worker(
                             " WHERE id = %s AND status = 'leased' AND leased_by_id = %s",
                             [job_id, runner],
                         )
-                done.append(len(ids))
-    except Exception as exc:  # reported by the caller
-        errors.append(repr(exc))
+                done += len(ids)
+            results.put({"done": done, "ended": time.time()})
+    except Exception as exc:
+        results.put({"error": repr(exc)})
 
 
 def queue_all(member: common.Member, cases: str, runner_ids: list[int]) -> int:
@@ -156,23 +154,29 @@ def measure_raw(
     run_id = queue_all(member, suite, runner_ids)
     total = RunnerJob.objects.filter(run_id=run_id).count()
     vacuum()
-    done: list[int] = []
-    errors: list[str] = []
-    threads = [
-        threading.Thread(
+    # One process per consumer, like the runners and the server: no shared interpreter.
+    ctx = mp.get_context("spawn")
+    go = ctx.Event()
+    results = ctx.Queue()
+    procs = [
+        ctx.Process(
             target=raw_worker,
-            args=(scratch.libpq_url(), member.user.pk, rid, per_claim, done, errors),
+            args=(scratch.libpq_url(), member.user.pk, rid, per_claim, go, results),
         )
         for rid in runner_ids
     ]
-    began = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    took = time.perf_counter() - began
+    for proc in procs:
+        proc.start()
+    time.sleep(3)  # every consumer connected and waiting
+    began = time.time()
+    go.set()
+    reports = [results.get(timeout=600) for _ in procs]
+    for proc in procs:
+        proc.join(30)
+    errors = [r["error"] for r in reports if "error" in r]
     if errors:
         raise RuntimeError(f"raw workers failed: {errors}")
+    took = max(r["ended"] for r in reports) - began
     settled = RunnerJob.objects.filter(run_id=run_id, status="succeeded").count()
     if settled != total:
         raise RuntimeError(f"raw loop settled {settled} of {total} jobs")
@@ -251,7 +255,13 @@ def client_process(
             )
         return stats
 
-    stats = asyncio.run(run())
+    try:
+        stats: dict[str, Any] = asyncio.run(run())
+    except BaseException:
+        import traceback
+
+        results.put({"error": traceback.format_exc()})
+        raise
     usage = resource.getrusage(resource.RUSAGE_SELF)
     stats["cpu_ms"] = int((usage.ru_utime + usage.ru_stime) * 1000)
     results.put(stats)
@@ -319,9 +329,12 @@ def measure_mcp(
     dispatched = time.perf_counter() - began
     reply.raise_for_status()
     run_id = reply.json()["id"]
-    stats = [results.get(timeout=600) for _ in children]
+    stats = [results.get(timeout=1800) for _ in children]
     for child in children:
         child.join(30)
+    errors = [s["error"] for s in stats if "error" in s]
+    if errors:
+        raise RuntimeError("a client process failed:\n" + "\n".join(errors))
     server_cpu = server.cpu_seconds() - cpu_before
     took = finished_at.value - began_wall
     hot = spy.stop() if spy is not None else ""
@@ -387,7 +400,7 @@ def main() -> None:
         raw1 = measure_raw(scratch, member, runner_ids, "raw", 1)
         rawn = measure_raw(scratch, member, runner_ids, "raw-batch", args.batch)
         phases += [raw1, rawn]
-        with common.daphne(scratch) as server:
+        with common.daphne(scratch, **common.server_env(args)) as server:
             batched_tool = asyncio.run(tool_accepts(server.url, tokens[0], "lease_job", "max_jobs"))
             phases.append(
                 measure_mcp(

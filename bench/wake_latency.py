@@ -160,7 +160,7 @@ def main() -> None:
         member = common.seed_member()
         common.seed_suite(member, name="one", cases=1)
         runner_id, token = common.pair_runners(member.user, 1)[0]
-        env: dict[str, Any] = {"EVERDICT_WAKE_RECHECK_S": 30}
+        env: dict[str, Any] = {"EVERDICT_WAKE_RECHECK_S": 30, **common.server_env(args)}
         a = stack.enter_context(common.daphne(scratch, "replica-a", **env))
         b = (
             stack.enter_context(common.daphne(scratch, "replica-b", **env))

@@ -92,12 +92,33 @@ class McpGateway:
 mcp_app = McpGateway()
 
 
+async def _method_not_allowed(send: Send) -> None:
+    body = b'{"detail": "GET is not served at /mcp: POST JSON-RPC requests."}'
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 405,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"allow", b"POST, DELETE"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
 def route_mcp(fallback: Any) -> ASGIApp:
     """An HTTP app serving /mcp (and /mcp/) with the gateway and every other path with
     `fallback` (Django)."""
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if _route_path(scope) in (MCP_PATH, f"{MCP_PATH}/"):
+            if scope.get("method") == "GET":
+                # Stateless: no server-sent event stream is offered, so a GET is answered
+                # at once rather than held open with nothing to say.
+                await _method_not_allowed(send)
+                return
             await mcp_app(scope, receive, send)
         else:
             await fallback(scope, receive, send)

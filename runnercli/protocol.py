@@ -161,4 +161,3 @@ class Hello(BaseModel):
     owner: str
     server_protocol: int
     update_required: bool
-

@@ -9,7 +9,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from everdict import tokens
-from everdict.errors import NotFound
+from everdict.errors import Invalid, NotFound
+from runnercli.protocol import CAPABILITY_RE
 from runners.models import Runner
 
 
@@ -28,6 +29,7 @@ def runner_pair(
     workspace: Any = None,
 ) -> PairedRunner:
     """Pair a new runner for `owner`; the token is returned here and never again."""
+    _check_pairing(label, os, capabilities or [])
     token = tokens.new_secret(tokens.RUNNER_TOKEN_PREFIX)
     runner = Runner.objects.create(
         owner=owner,
@@ -39,6 +41,20 @@ def runner_pair(
         workspace=workspace,
     )
     return PairedRunner(runner=runner, token=token)
+
+
+def _check_pairing(label: str, os: str, capabilities: list[str]) -> None:
+    # Checked here, not only by each caller's form: the page, REST and MCP share this.
+    errors: dict[str, list[str]] = {}
+    if not label.strip() or len(label) > 100 or "\x00" in label:
+        errors["label"] = ["A label is 1 to 100 characters, without NUL."]
+    if len(os) > 100 or "\x00" in os:
+        errors["os"] = ["At most 100 characters, without NUL."]
+    bad = [c for c in capabilities if not CAPABILITY_RE.match(c)]
+    if bad or len(capabilities) > 64:
+        errors["capabilities"] = [f"Invalid capabilities: {bad[:5]} (at most 64)."]
+    if errors:
+        raise Invalid(errors)
 
 
 def runner_authenticate(token: str) -> Runner | None:

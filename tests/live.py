@@ -113,8 +113,16 @@ class LiveServer:
 def daphne(tmp_path: Path, **env: Any) -> Iterator[LiveServer]:
     port = free_port()
     proc = spawn(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-         "everdict.asgi:application"],
+        [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "everdict.asgi:application",
+        ],
         tmp_path / f"daphne-{port}.log",
         server_env(**env),
     )

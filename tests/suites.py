@@ -44,8 +44,12 @@ def pair(user: Any, label: str = "laptop", capabilities: list[str] | None = None
 def start(user: Any, runner: Any | None, slug: str = "acme", **kwargs: Any) -> Any:
     runtime = "self:any" if runner is None else f"self:{runner.pk}"
     return run_start(
-        user=user, workspace_slug=slug, harness=kwargs.pop("harness", "echo"),
-        dataset=kwargs.pop("dataset", "echo"), runtime=runtime, **kwargs,
+        user=user,
+        workspace_slug=slug,
+        harness=kwargs.pop("harness", "echo"),
+        dataset=kwargs.pop("dataset", "echo"),
+        runtime=runtime,
+        **kwargs,
     )
 
 

@@ -50,7 +50,9 @@ def bench(script: str, args: list[str], tmp_path: Path) -> dict[str, Any]:
 
 @pytest.mark.timeout(120)
 def test_the_queue_depth_benchmark_measures_claims_and_shows_the_plan(tmp_path: Path) -> None:
-    result = bench("queue_depth", ["--levels", "50,500", "--claims", "5", "--owners", "5"], tmp_path)
+    result = bench(
+        "queue_depth", ["--levels", "50,500", "--claims", "5", "--owners", "5"], tmp_path
+    )
     figures = [row["figure"] for row in result["rows"]]
     assert figures == [
         "job_lease p50 @ 50",
