@@ -197,7 +197,7 @@ EVERDICT_PRESENCE_WINDOW_S = _int("EVERDICT_PRESENCE_WINDOW_S", 90, minimum=1)
 EVERDICT_MIN_RUNNER_PROTOCOL = _int("EVERDICT_MIN_RUNNER_PROTOCOL", 1)
 # How often a parked long-poll re-checks the queue even without a wake-up: a lost
 # notification costs at most this much latency, never a job.
-EVERDICT_WAKE_RECHECK_S = env.float("EVERDICT_WAKE_RECHECK_S", default=2.0)
+EVERDICT_WAKE_RECHECK_S = env.float("EVERDICT_WAKE_RECHECK_S", default=5.0)
 # Presence writes are throttled: an idle long-polling runner touches its row at most this often.
 EVERDICT_PRESENCE_WRITE_S = _int("EVERDICT_PRESENCE_WRITE_S", 15)
 EVERDICT_STATUS_TTL_S = _int("EVERDICT_STATUS_TTL_S", 120, minimum=1)
