@@ -319,9 +319,9 @@ def main() -> None:
     )
     parser.add_argument("--client-procs", type=int, default=4, help="client processes (4)")
     parser.add_argument("--ramp-rate", type=float, default=200, help="sessions opened per second")
-    parser.add_argument("--ramp-grace", type=float, default=90, help="extra seconds to park all")
+    parser.add_argument("--ramp-grace", type=float, default=60, help="extra seconds to park all")
     parser.add_argument("--settle", type=float, default=3, help="seconds before measuring")
-    parser.add_argument("--window", type=float, default=35, help="measuring window, seconds (35)")
+    parser.add_argument("--window", type=float, default=30, help="measuring window, seconds (30)")
     parser.add_argument("--base-window", type=float, default=10, help="baseline window (10)")
     parser.add_argument("--wake-jobs", type=int, default=50, help="jobs for the wake latency")
     parser.add_argument(
