@@ -18,6 +18,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcpgateway.server import MCP_PATH, allowed_hosts, build_app, build_server
+from runners.presence import presence_writer
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,7 @@ class McpGateway:
                 server = build_server()
                 app = build_app(server)
                 await self._start_manager(server)
+                presence_writer.ensure_started()
                 self._app = app
         return self._app
 

@@ -20,16 +20,19 @@ from runnercli.protocol import (
     MAX_JOBS_PER_LEASE,
     MAX_LOG_LINE_BYTES,
     MAX_LOG_LINES_PER_CALL,
+    MAX_RESULTS_PER_CALL,
     MAX_STATUS_CHARS,
     MAX_STDERR_TAIL_BYTES,
     MAX_WAIT_MS,
     Ack,
+    BatchAck,
     Capability,
     CaseResult,
     HeartbeatAck,
     Hello,
     LeaseGrant,
     LeaseReply,
+    ResultReport,
 )
 from runners.models import Runner
 from runners.presence import runner_touch
@@ -40,7 +43,7 @@ from runners.queue import (
     job_release,
     job_report_log,
 )
-from scorecards.services import failure_report, result_submit
+from scorecards.services import failure_report, result_submit, results_submit
 
 
 def _line_within_bounds(line: str) -> str:
@@ -136,6 +139,19 @@ async def submit_job_result(job_id: int, lease_epoch: int, result: CaseResult) -
     )
 
 
+async def submit_job_results(
+    results: Annotated[list[ResultReport], Field(min_length=1, max_length=MAX_RESULTS_PER_CALL)],
+) -> BatchAck:
+    """Report several cases' outcomes at once (one transaction); one ack each, in order.
+
+    Each result is fenced on its own `(job_id, lease_epoch)`: a stale one is refused in its
+    ack while the others are accepted.
+    """
+    runner = current_principal().require_runner("submit_job_results")
+    acks = await in_thread(results_submit, runner=runner, reports=results)
+    return BatchAck(acks=acks)
+
+
 async def fail_job(
     job_id: int,
     lease_epoch: int,
@@ -167,6 +183,7 @@ RUNNER_TOOLS: list[Callable[..., Any]] = [
     lease_job,
     heartbeat_job,
     submit_job_result,
+    submit_job_results,
     fail_job,
     report_case_log,
 ]

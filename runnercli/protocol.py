@@ -20,6 +20,9 @@ MAX_LOG_LINE_BYTES = 8 * 1024
 MAX_STATUS_CHARS = 200
 MAX_WAIT_MS = 30_000
 MAX_JOBS_PER_LEASE = 32
+MAX_RESULTS_PER_CALL = MAX_JOBS_PER_LEASE
+# What one `submit_job_results` call may carry in outputs and stderr tails together.
+MAX_RESULTS_BYTES_PER_CALL = 4 * 1024 * 1024
 
 CAPABILITY_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")
 PLACEHOLDER_RE = re.compile(r"\{(input\.[A-Za-z0-9_.-]+|case\.key)\}")
@@ -146,9 +149,27 @@ class CaseResult(_Received):
         return self
 
 
+class ResultReport(_Received):
+    """One result of a batch (`submit_job_results`): its fence and what the case returned."""
+
+    job_id: int
+    lease_epoch: int
+    result: CaseResult
+
+    @property
+    def size(self) -> int:
+        return len(self.result.output.encode()) + len(self.result.stderr_tail.encode())
+
+
 class Ack(BaseModel):
     accepted: bool
     reason: str = ""
+
+
+class BatchAck(BaseModel):
+    """The reply to `submit_job_results`: one ack per result, in the order they were sent."""
+
+    acks: list[Ack]
 
 
 class HeartbeatAck(Ack):

@@ -31,6 +31,12 @@ REQUEUES = Counter("everdict_requeues", "Jobs put back in the queue.", ["reason"
 FENCED = Counter(
     "everdict_fenced_calls", "Runner calls refused by the lease fence.", ["call", "reason"]
 )
+CLAIMS = Counter(
+    "everdict_claims", "Claim transactions run for runners, by whether they found a job.", ["found"]
+)
+RECHECKS = Counter(
+    "everdict_wake_rechecks", "Periodic re-checks of the owners with parked long-polls."
+)
 SETTLED = Counter("everdict_jobs_settled", "Jobs that reached a terminal state.", ["status"])
 
 

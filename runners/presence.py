@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import threading
 from datetime import timedelta
 
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Q
@@ -11,6 +15,62 @@ from django.utils import timezone
 
 from runnercli.protocol import MAX_STATUS_CHARS
 from runners.models import Runner
+
+log = logging.getLogger(__name__)
+
+# How often a server process writes the presence refreshes it collected, in one UPDATE.
+PRESENCE_FLUSH_S = 1.0
+
+
+class PresenceWriter:
+    """Presence refreshes of online runners, collected in memory and written together.
+
+    A runner coming (back) online is written at once, so it shows online at once; keeping
+    an online runner fresh joins the process's next write — one statement per second
+    however many runners are polling. Without a running writer (a command, a test, a
+    sync caller), refreshes are written at once.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._due: set[int] = set()
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def ensure_started(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._task is not None and not self._task.done() and self._loop is loop:
+            return
+        self._loop = loop
+        self._task = loop.create_task(self._run(), name="presence-writer")
+
+    def refresh(self, runner_id: int) -> bool:
+        """Queue a refresh for the next write; False when no writer runs in this process."""
+        if self._task is None or self._task.done():
+            return False
+        with self._lock:
+            self._due.add(runner_id)
+        return True
+
+    def flush(self) -> int:
+        """Write the collected refreshes now; returns how many runners were written."""
+        with self._lock:
+            due, self._due = self._due, set()
+        if due:
+            Runner.objects.filter(pk__in=sorted(due)).update(last_seen_at=timezone.now())
+        return len(due)
+
+    async def _run(self) -> None:
+        write = database_sync_to_async(self.flush, thread_sensitive=False)
+        while True:
+            await asyncio.sleep(PRESENCE_FLUSH_S)
+            try:
+                await write()
+            except Exception:
+                log.warning("presence write failed; retrying with the next batch", exc_info=True)
+
+
+presence_writer = PresenceWriter()
 
 
 def _status_key(runner_id: int) -> str:
@@ -20,15 +80,17 @@ def _status_key(runner_id: int) -> str:
 def runner_touch(*, runner: Runner, status: str | None = None) -> None:
     """Mark the runner seen and keep its status line.
 
-    The row is written at most every EVERDICT_PRESENCE_WRITE_S, so thousands of idle
-    long-polling runners do not turn presence into a write load on the database.
+    The row is refreshed at most every EVERDICT_PRESENCE_WRITE_S, and refreshes of online
+    runners are batched by the process's presence writer, so thousands of idle long-polling
+    runners do not turn presence into a write load on the database.
     """
     now = timezone.now()
     stale_before = now - timedelta(seconds=settings.EVERDICT_PRESENCE_WRITE_S)
     if runner.last_seen_at is None or runner.last_seen_at < stale_before:
-        Runner.objects.filter(pk=runner.pk).filter(
-            Q(last_seen_at__isnull=True) | Q(last_seen_at__lt=stale_before)
-        ).update(last_seen_at=now)
+        if not (runner.is_online and presence_writer.refresh(runner.pk)):
+            Runner.objects.filter(pk=runner.pk).filter(
+                Q(last_seen_at__isnull=True) | Q(last_seen_at__lt=stale_before)
+            ).update(last_seen_at=now)
         runner.last_seen_at = now
     if status:
         cache.set(_status_key(runner.pk), status[:MAX_STATUS_CHARS], settings.EVERDICT_STATUS_TTL_S)

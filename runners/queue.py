@@ -130,6 +130,7 @@ def job_lease(
     limit = max(1, min(max_jobs, MAX_JOBS_PER_LEASE))
     with transaction.atomic():
         jobs = _claimable(runner, limit)
+        metrics.CLAIMS.labels(found="yes" if jobs else "no").inc()
         if not jobs:
             return []
         return _grant(runner, jobs)
@@ -230,8 +231,7 @@ async def job_lease_wait(
     is completing, the claimed jobs go back to the queue instead of leaking a lease.
     """
     deadline = time.monotonic() + max(0, min(wait_ms, MAX_WAIT_MS)) / 1000
-    recheck = wakeup.recheck_interval()
-    wakeup.listener.ensure_started()
+    wakeup.ensure_started()
     # Off the process's single "thread-sensitive" thread: a claim answering a parked runner
     # must not queue behind unrelated synchronous work (such as the dispatch that woke it).
     claim = database_sync_to_async(job_lease, thread_sensitive=False)
@@ -262,10 +262,12 @@ async def job_lease_wait(
                 return leased
             # Later rounds only re-check; the capabilities were stored by the first.
             capabilities = None
+            # Parked: woken by a dispatch, a notification or the process's re-check task.
+            # Nothing woke it by the deadline: answer empty; the runner's next poll claims.
             try:
-                await asyncio.wait_for(event.wait(), min(remaining, recheck))
+                await asyncio.wait_for(event.wait(), remaining)
             except TimeoutError:
-                pass
+                return []
 
 
 def job_release(*, runner: Runner, job_id: int, lease_epoch: int) -> bool:
@@ -368,49 +370,88 @@ def job_report_log(*, runner: Runner, job_id: int, lease_epoch: int, lines: Sequ
     return Ack(accepted=True)
 
 
-def job_settle(
-    *,
-    runner: Runner,
-    job_id: int,
-    lease_epoch: int,
-    succeeded: bool,
-    result_digest: str,
-    reason: str = "",
-) -> Settlement:
-    """End the fenced attempt with a reported result. Call inside the caller's transaction.
+@dataclass(frozen=True)
+class Outcome:
+    """A result a runner reports for one fenced attempt, as the queue records it."""
 
-    The same result sent again by the attempt that settled the job is a duplicate:
-    accepted, and nothing changes.
+    job_id: int
+    lease_epoch: int
+    succeeded: bool
+    result_digest: str
+    reason: str = ""
+
+
+def jobs_settle(*, runner: Runner, outcomes: Sequence[Outcome]) -> list[Settlement]:
+    """End fenced attempts with their reported results, one Settlement per outcome, in order.
+
+    Call inside the caller's transaction, with the jobs' runs already locked. The job rows
+    are locked in id order and written in a few statements whatever the number. The same
+    result sent again by the attempt that settled its job is a duplicate: accepted, and
+    nothing changes.
     """
-    job = _locked_job(job_id)
-    if job is None or not _holds(job, runner, lease_epoch):
-        if (
-            job is not None
-            and job.status in (JobStatus.SUCCEEDED, JobStatus.FAILED)
-            and job.leased_by_id == runner.pk
-            and job.lease_epoch == lease_epoch
-            and _current_attempt(job).filter(result_digest=result_digest).exists()
-        ):
-            return Settlement(accepted=True, reason="duplicate", job=job, duplicate=True)
-        reason = _refusal(job, runner, lease_epoch)
-        metrics.fenced("submit_job_result", reason)
-        return Settlement(accepted=False, reason=reason)
+    locked = RunnerJob.objects.select_for_update(of=("self",)).filter(
+        pk__in=[o.job_id for o in outcomes]
+    )
+    jobs = {job.pk: job for job in locked.order_by("pk")}
     now = timezone.now()
-    job.status = JobStatus.SUCCEEDED if succeeded else JobStatus.FAILED
-    job.finished_at = now
-    job.leased_until = None
-    job.reason = reason[:500]
-    RunnerJob.objects.filter(pk=job.pk).update(
-        status=job.status, finished_at=now, leased_until=None, reason=job.reason
-    )
-    _current_attempt(job).update(
-        status=AttemptStatus.SUCCEEDED if succeeded else AttemptStatus.FAILED,
-        ended_at=now,
-        result_digest=result_digest,
-        reason=reason[:500],
-    )
-    metrics.SETTLED.labels(status=job.status).inc()
-    return Settlement(accepted=True, job=job, ended=True)
+    settlements: list[Settlement] = []
+    ended: list[tuple[RunnerJob, Outcome]] = []
+    for outcome in outcomes:
+        job = jobs.get(outcome.job_id)
+        if job is None or not _holds(job, runner, outcome.lease_epoch):
+            settlements.append(_settle_refusal(job, runner, outcome))
+            continue
+        job.status = JobStatus.SUCCEEDED if outcome.succeeded else JobStatus.FAILED
+        job.finished_at = now
+        job.leased_until = None
+        job.reason = outcome.reason[:500]
+        ended.append((job, outcome))
+        settlements.append(Settlement(accepted=True, job=job, ended=True))
+    if ended:
+        _record_settled(ended, now)
+    return settlements
+
+
+def _settle_refusal(job: RunnerJob | None, runner: Runner, outcome: Outcome) -> Settlement:
+    if (
+        job is not None
+        and job.status in (JobStatus.SUCCEEDED, JobStatus.FAILED)
+        and job.leased_by_id == runner.pk
+        and job.lease_epoch == outcome.lease_epoch
+        and _current_attempt(job).filter(result_digest=outcome.result_digest).exists()
+    ):
+        return Settlement(accepted=True, reason="duplicate", job=job, duplicate=True)
+    reason = _refusal(job, runner, outcome.lease_epoch)
+    metrics.fenced("submit_job_result", reason)
+    return Settlement(accepted=False, reason=reason)
+
+
+def _record_settled(ended: list[tuple[RunnerJob, Outcome]], now: datetime) -> None:
+    by_state: dict[tuple[str, str], list[int]] = {}
+    for job, _ in ended:
+        by_state.setdefault((job.status, job.reason), []).append(job.pk)
+    for (status, reason), ids in by_state.items():
+        RunnerJob.objects.filter(pk__in=ids).update(
+            status=status, finished_at=now, leased_until=None, reason=reason
+        )
+        metrics.SETTLED.labels(status=status).inc(len(ids))
+    attempts = [
+        JobAttempt(
+            pk=job.current_attempt_id,
+            status=AttemptStatus.SUCCEEDED if outcome.succeeded else AttemptStatus.FAILED,
+            ended_at=now,
+            result_digest=outcome.result_digest,
+            reason=outcome.reason[:500],
+        )
+        for job, outcome in ended
+        if job.current_attempt_id
+    ]
+    fields = ["status", "ended_at", "result_digest", "reason"]
+    if len(attempts) == 1:
+        only = attempts[0]
+        JobAttempt.objects.filter(pk=only.pk).update(**{f: getattr(only, f) for f in fields})
+    elif attempts:
+        JobAttempt.objects.bulk_update(attempts, fields)
 
 
 def job_fail(

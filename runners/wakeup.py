@@ -3,8 +3,13 @@
 A dispatch, requeue or admission calls `notify_owners()` inside its transaction. On
 PostgreSQL that issues `pg_notify`, which the server delivers only if and when the
 transaction commits, to every process (every replica) listening; each process also
-wakes its own waiters right after commit. Waiters re-check the queue periodically as
-well, so a lost notification costs latency, never a job.
+wakes its own waiters right after commit.
+
+A lost notification (a listener reconnecting, a requeue by a scheduler process on
+SQLite) costs latency, never a job: one re-check task per process asks, every
+EVERDICT_WAKE_RECHECK_S, which of the owners with parked long-polls have queued jobs —
+one query however many are parked — and wakes only those. Idle waiters cost nothing
+between wake-ups.
 """
 
 from __future__ import annotations
@@ -16,8 +21,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import connection, transaction
+
+from runners import metrics
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +80,11 @@ class WakeHub:
         with self._lock:
             return sum(len(bucket) for bucket in self._waiters.values())
 
+    def owners(self) -> list[int]:
+        """The owners that have parked long-polls now."""
+        with self._lock:
+            return list(self._waiters)
+
 
 hub = WakeHub()
 
@@ -107,12 +120,17 @@ class _PgListener:
     async def _listen_forever(self) -> None:
         import psycopg
 
+        connected_before = False
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(
                     _pg_conninfo(), autocommit=True
                 ) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
+                    if connected_before:
+                        # Whatever was announced while we were away is found at once.
+                        rechecker.poke()
+                    connected_before = True
                     async for note in conn.notifies():
                         try:
                             hub.wake([int(note.payload)])
@@ -142,15 +160,77 @@ def _pg_conninfo() -> str:
 listener = _PgListener()
 
 
-async def wait_for_job(owner_id: int, timeout: float) -> bool:
-    """Wait until a job may be claimable for this owner, or `timeout` seconds pass."""
+def owners_with_queued_jobs(owner_ids: list[int]) -> set[int]:
+    """Which of these owners have a queued job (through the claim's partial index)."""
+    from runners.models import JobStatus, RunnerJob
+
+    found: set[int] = set()
+    for start in range(0, len(owner_ids), _RECHECK_CHUNK):
+        chunk = owner_ids[start : start + _RECHECK_CHUNK]
+        found.update(
+            RunnerJob.objects.filter(status=JobStatus.QUEUED, owner_id__in=chunk)
+            .values_list("owner_id", flat=True)
+            .distinct()
+        )
+    return found
+
+
+_RECHECK_CHUNK = 1000
+
+
+class _Rechecker:
+    """The process's one periodic re-check of the owners with parked long-polls."""
+
+    def __init__(self) -> None:
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._poked: asyncio.Event | None = None
+        self.rounds = 0  # rounds that had owners to check
+
+    def ensure_started(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._task is not None and not self._task.done() and self._loop is loop:
+            return
+        self._loop = loop
+        self._poked = asyncio.Event()
+        self._task = loop.create_task(self._run())
+
+    def poke(self) -> None:
+        """Re-check now rather than at the next interval (on this task's loop)."""
+        if self._poked is not None:
+            self._poked.set()
+
+    async def _run(self) -> None:
+        assert self._poked is not None
+        poked = self._poked
+        check = database_sync_to_async(owners_with_queued_jobs, thread_sensitive=False)
+        while True:
+            try:
+                await asyncio.wait_for(poked.wait(), recheck_interval())
+            except TimeoutError:
+                pass
+            poked.clear()
+            owners = hub.owners()
+            if not owners:
+                continue
+            self.rounds += 1
+            metrics.RECHECKS.inc()
+            try:
+                found = await check(owners)
+            except Exception:
+                log.warning("re-check of parked long-polls failed", exc_info=True)
+                continue
+            if found:
+                hub.wake(found)
+
+
+rechecker = _Rechecker()
+
+
+def ensure_started() -> None:
+    """Start this process's listener (PostgreSQL) and re-check task, once per event loop."""
     listener.ensure_started()
-    with hub.waiting(owner_id) as event:
-        try:
-            await asyncio.wait_for(event.wait(), timeout)
-            return True
-        except TimeoutError:
-            return False
+    rechecker.ensure_started()
 
 
 def recheck_interval() -> float:

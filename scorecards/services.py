@@ -9,18 +9,24 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Q, QuerySet, Subquery
 from django.utils import timezone
 
 from everdict.errors import Invalid, NotFound, PermissionDenied, QuotaExceeded
-from runnercli.protocol import Ack, CaseResult, HarnessSpec
+from runnercli.protocol import (
+    MAX_RESULTS_BYTES_PER_CALL,
+    Ack,
+    CaseResult,
+    HarnessSpec,
+    ResultReport,
+)
 from runners import queue
 from runners.models import JobLogLine, JobStatus, Runner, RunnerJob
 from scorecards import scoring
@@ -198,14 +204,21 @@ def _result_digest(result: CaseResult) -> str:
     return hashlib.sha256(result.model_dump_json().encode()).hexdigest()
 
 
-def _locked_run_of(job_id: int) -> Run | None:
-    """Lock the run a job belongs to, before the job (the lock order everywhere)."""
-    return (
+def _locked_runs_of(job_ids: Sequence[int]) -> dict[int, Run]:
+    """Lock the runs these jobs belong to, in id order, before their jobs (the lock order
+    everywhere): one statement."""
+    of_jobs = RunnerJob.objects.filter(pk__in=job_ids).values("run_id")
+    runs = (
         Run.objects.select_for_update(of=("self",))
-        .select_related("harness", "dataset", "workspace", "submitted_by")
-        .filter(jobs__pk=job_id)
-        .first()
+        .select_related("harness", "submitted_by")
+        .filter(pk__in=Subquery(of_jobs))
+        .order_by("pk")
     )
+    return {run.pk: run for run in runs}
+
+
+def _locked_run_of(job_id: int) -> Run | None:
+    return next(iter(_locked_runs_of([job_id]).values()), None)
 
 
 def provenance_for(runner: Runner, run: Run) -> dict[str, str]:
@@ -222,51 +235,96 @@ def _storable(text: str) -> str:
 
 
 def result_submit(*, runner: Runner, job_id: int, lease_epoch: int, result: CaseResult) -> Ack:
-    """Accept a fenced result: settle the attempt, score it, record it, advance the run."""
-    digest = _result_digest(result)
-    result = result.model_copy(
-        update={"output": _storable(result.output), "stderr_tail": _storable(result.stderr_tail)}
-    )
-    with transaction.atomic():
-        run = _locked_run_of(job_id)
-        settled = queue.job_settle(
-            runner=runner,
-            job_id=job_id,
-            lease_epoch=lease_epoch,
-            succeeded=result.status == "completed",
-            result_digest=digest,
-            reason="" if result.status == "completed" else result.status,
+    """Accept one fenced result: settle the attempt, score it, record it, advance the run."""
+    report = ResultReport(job_id=job_id, lease_epoch=lease_epoch, result=result)
+    return results_submit(runner=runner, reports=[report])[0]
+
+
+def results_submit(*, runner: Runner, reports: Sequence[ResultReport]) -> list[Ack]:
+    """Accept fenced results in one transaction: settle, score and record each, then advance
+    each run once. One ack per report, in order; a refused one changes nothing of its own."""
+    if len({r.job_id for r in reports}) != len(reports):
+        raise Invalid({"results": ["Each job may appear once per call."]})
+    if sum(r.size for r in reports) > MAX_RESULTS_BYTES_PER_CALL:
+        raise Invalid(
+            {
+                "results": [
+                    f"Outputs and stderr tails over {MAX_RESULTS_BYTES_PER_CALL} bytes"
+                    " in one call: send fewer results per call."
+                ]
+            }
         )
-        if not settled.accepted or settled.duplicate or run is None or settled.job is None:
-            return settled.ack()
-        job = settled.job
-        spec = HarnessSpec.model_validate(run.harness.spec)
-        case = Case.objects.get(dataset_id=run.dataset_id, key=job.case_key)
+    outcomes = [
+        queue.Outcome(
+            job_id=r.job_id,
+            lease_epoch=r.lease_epoch,
+            succeeded=r.result.status == "completed",
+            result_digest=_result_digest(r.result),
+            reason="" if r.result.status == "completed" else r.result.status,
+        )
+        for r in reports
+    ]
+    with transaction.atomic():
+        runs = _locked_runs_of([r.job_id for r in reports])
+        settled = queue.jobs_settle(runner=runner, outcomes=outcomes)
+        accepted: dict[int, list[tuple[RunnerJob, CaseResult]]] = {}
+        for report, settlement in zip(reports, settled, strict=True):
+            job = settlement.job
+            if settlement.ended and job is not None and job.run_id in runs:
+                accepted.setdefault(job.run_id, []).append((job, report.result))
+        rows = [
+            row
+            for run_id, results in accepted.items()
+            for row in _result_rows(runs[run_id], runner, results)
+        ]
+        CaseResultRow.objects.bulk_create(rows)
+        for run_id in sorted(accepted):
+            _run_advance(runs[run_id])
+    return [s.ack() for s in settled]
+
+
+def _result_rows(
+    run: Run, runner: Runner, results: list[tuple[RunnerJob, CaseResult]]
+) -> list[CaseResultRow]:
+    """Score a run's settled results against its cases' expectations."""
+    spec = HarnessSpec.model_validate(run.harness.spec)
+    cases = {
+        case.key: case
+        for case in Case.objects.filter(
+            dataset_id=run.dataset_id, key__in=[job.case_key for job, _ in results]
+        ).only("pk", "key", "expected")
+    }
+    provenance = provenance_for(runner, run)
+    rows = []
+    for job, result in results:
+        output, stderr_tail = _storable(result.output), _storable(result.stderr_tail)
+        case = cases[job.case_key]
         grade = scoring.grade(
             spec=spec,
             status=result.status,
-            output=result.output,
+            output=output,
             exit_code=result.exit_code,
             expected=case.expected,
         )
-        CaseResultRow.objects.create(
-            run=run,
-            case=case,
-            attempt_id=job.current_attempt_id,
-            runner=runner,
-            verdict=grade.verdict,
-            score=min(1.0, max(0.0, grade.score)),
-            status=result.status,
-            output=result.output,
-            error="" if grade.verdict != Verdict.ERROR else grade.detail,
-            exit_code=result.exit_code,
-            stderr_tail=result.stderr_tail,
-            duration_ms=result.duration_ms,
-            usage=scoring.extract_usage(result.output, spec.output, result.usage),
-            provenance=provenance_for(runner, run),
+        rows.append(
+            CaseResultRow(
+                run=run,
+                case=case,
+                attempt_id=job.current_attempt_id,
+                runner=runner,
+                verdict=grade.verdict,
+                score=min(1.0, max(0.0, grade.score)),
+                status=result.status,
+                output=output,
+                error="" if grade.verdict != Verdict.ERROR else grade.detail,
+                exit_code=result.exit_code,
+                stderr_tail=stderr_tail,
+                duration_ms=result.duration_ms,
+                usage=scoring.extract_usage(output, spec.output, result.usage),
+                provenance=provenance,
+            )
         )
-        _run_advance(run)
-    return Ack(accepted=True)
+    return rows
 
 
 def failure_report(

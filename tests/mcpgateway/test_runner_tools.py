@@ -333,3 +333,60 @@ def test_a_runner_with_free_slots_leases_several_jobs_in_one_call(
     assert empty == {"job": None, "lease": None, "update_required": False, "jobs": []}
     assert RunnerJob.objects.filter(status=JobStatus.LEASED).count() == 5
     assert JobAttempt.objects.filter(status="executing").count() == 5
+
+
+def test_several_results_go_in_one_call_each_fenced_on_its_own(
+    gateway: Any, alice: Any, key: str
+) -> None:
+    suite(alice, cases=4, name="four")
+    paired = pair_via_rest(gateway, key)
+    status, run = rest(
+        gateway.url,
+        "POST",
+        "/api/workspaces/acme/runs",
+        key,
+        {"harness": "four", "dataset": "four", "runtime": f"self:{paired['id']}", "concurrency": 4},
+    )
+    assert status == 201, run
+    grants = lease(gateway, paired["token"], max_jobs=4)["jobs"]
+    assert len(grants) == 4
+    reports = [
+        {
+            "job_id": g["job"]["job_id"],
+            "lease_epoch": g["job"]["lease_epoch"],
+            "result": {**RESULT, "output": f"hello {i}\n"},
+        }
+        for i, g in enumerate(grants)
+    ]
+    stale = {**reports[3], "lease_epoch": reports[3]["lease_epoch"] + 7}
+    token = paired["token"]
+
+    # Bad input refuses the whole call and stores nothing.
+    twice = call(gateway.url, token, "submit_job_results", {"results": [reports[0], reports[0]]})
+    assert twice.is_error and "once per call" in error_text(twice)
+    too_big = {**RESULT, "output": "x" * (1024 * 1024 - 10)}
+    oversized = [{**r, "result": too_big} for r in reports] + [
+        {**reports[0], "job_id": 10**9, "result": too_big}
+    ]
+    refused = call(gateway.url, token, "submit_job_results", {"results": oversized})
+    assert refused.is_error and "fewer results per call" in error_text(refused)
+    assert not CaseResultRow.objects.exists()
+
+    acks = structured(
+        call(gateway.url, token, "submit_job_results", {"results": [*reports[:3], stale]})
+    )["acks"]
+    assert [a["accepted"] for a in acks] == [True, True, True, False]
+    assert acks[3]["reason"].startswith("stale lease")
+    assert CaseResultRow.objects.filter(run_id=run["id"]).count() == 3
+    assert set(CaseResultRow.objects.values_list("verdict", flat=True)) == {"pass"}
+    assert RunnerJob.objects.filter(status=JobStatus.SUCCEEDED).count() == 3
+
+    # The same results again are duplicates; the last one, now with its real fence, lands.
+    again = structured(
+        call(gateway.url, token, "submit_job_results", {"results": [reports[0], reports[3]]})
+    )["acks"]
+    assert again == [{"accepted": True, "reason": "duplicate"}, {"accepted": True, "reason": ""}]
+    assert CaseResultRow.objects.filter(run_id=run["id"]).count() == 4
+    status, done = rest(gateway.url, "GET", f"/api/runs/{run['id']}", key)
+    assert done["status"] == "succeeded"
+    assert JobAttempt.objects.filter(status="succeeded").count() == 4

@@ -1,0 +1,111 @@
+"""Parked long-polls between wake-ups: one re-check per process, not one claim per poll.
+
+A job that becomes claimable without any notification (here: a row changed by plain SQL
+from another process) still reaches a parked poll, through the process's re-check task;
+parked polls with nothing to claim run no claims of their own while they wait.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from everdict.services import api_key_create
+from runners.models import JobStatus, RunnerJob
+from tests.live import LiveServer, daphne
+from tests.mcpgateway.test_runner_tools import ParkedLease, dispatch, pair_via_rest
+from tests.suites import suite
+
+pytestmark = pytest.mark.e2e
+
+RECHECK_S = 0.3
+
+
+@pytest.fixture(scope="module")
+def recheck_process(django_db_setup: Any, tmp_path_factory: Any) -> Iterator[LiveServer]:
+    with daphne(tmp_path_factory.mktemp("recheck"), EVERDICT_WAKE_RECHECK_S=RECHECK_S) as server:
+        yield server
+
+
+@pytest.fixture
+def server(recheck_process: LiveServer, transactional_db: Any) -> LiveServer:
+    return recheck_process
+
+
+@pytest.fixture
+def key(alice: Any, workspace: Any) -> str:
+    suite(alice, cases=1)
+    return api_key_create(user=alice).key
+
+
+def metric(server: LiveServer, name: str) -> float:
+    """One sample of the server's /metrics (0 when not yet counted)."""
+    with urllib.request.urlopen(f"{server.url}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    match = re.search(rf"^{re.escape(name)} ([0-9.e+]+)$", text, re.MULTILINE)
+    return float(match.group(1)) if match else 0.0
+
+
+def set_status_silently(job_id: int, status: str) -> None:
+    """Change a job's state by plain SQL: no notification, no in-process wake-up."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {RunnerJob._meta.db_table} SET status = %s WHERE id = %s", [status, job_id]
+        )
+
+
+def park(server: LiveServer, token: str, wait_ms: int) -> ParkedLease:
+    poll = ParkedLease(server.url, token, wait_ms)
+    poll.start()
+    give_up = time.monotonic() + 15
+    while not poll.asked_at and time.monotonic() < give_up:
+        time.sleep(0.02)
+    assert poll.asked_at, "the long-poll never started"
+    return poll
+
+
+def test_a_job_queued_without_notification_reaches_a_parked_poll_by_the_recheck(
+    server: LiveServer, key: str
+) -> None:
+    paired = pair_via_rest(server, key)
+    run = dispatch(server, key, paired["id"])
+    job = RunnerJob.objects.get(run_id=run["id"])
+    set_status_silently(job.pk, JobStatus.PENDING)
+
+    wait_ms = 20_000
+    poll = park(server, paired["token"], wait_ms)
+    time.sleep(1.0)  # parked on an empty queue
+    assert poll.reply is None
+
+    queued_at = time.monotonic()
+    set_status_silently(job.pk, JobStatus.QUEUED)
+    poll.join(wait_ms / 1000 + 10)
+
+    assert poll.reply is not None and poll.reply["job"] is not None
+    assert poll.reply["job"]["job_id"] == job.pk
+    # Found by the next re-check, far sooner than the poll's own deadline.
+    assert poll.answered_at - queued_at < RECHECK_S + 2.0
+    assert poll.answered_at - poll.asked_at < wait_ms / 1000 / 2
+
+
+def test_parked_polls_run_no_claims_while_they_wait(server: LiveServer, key: str) -> None:
+    tokens = [pair_via_rest(server, key, label=f"laptop-{i}")["token"] for i in range(8)]
+    claims_before = metric(server, 'everdict_claims_total{found="no"}')
+    rechecks_before = metric(server, "everdict_wake_rechecks_total")
+
+    wait_ms = 3_000
+    polls = [park(server, token, wait_ms) for token in tokens]
+    for poll in polls:
+        poll.join(wait_ms / 1000 + 15)
+
+    assert all(p.reply == {"job": None, "lease": None, "update_required": False} for p in polls)
+    # Several re-check rounds ran over the owner of the parked polls, and found nothing...
+    assert metric(server, "everdict_wake_rechecks_total") - rechecks_before >= 3
+    # ...so each poll ran exactly its one claim on arrival, none while parked or at its end.
+    assert metric(server, 'everdict_claims_total{found="no"}') - claims_before == len(tokens)
