@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.defaults import page_not_found
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -21,3 +23,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
         )
     return drf_exception_handler(exc, context)
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The 404 of a path no route matches (`/api/runners/abc`): JSON under /api/, as the API's
+    own 404s are; the usual page elsewhere."""
+    if request.path_info.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return page_not_found(request, exception)

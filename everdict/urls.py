@@ -9,6 +9,8 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"ok": True})
 
 
+handler404 = "everdict.api_errors.not_found"
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),

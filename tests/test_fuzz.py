@@ -21,7 +21,11 @@ from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from schemathesis.core.result import Ok
 from schemathesis.generation import GenerationMode
-from schemathesis.specs.openapi.checks import response_schema_conformance
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from everdict.services import api_key_create
 from runners.models import AttemptStatus, JobAttempt, JobLogLine, JobStatus, RunnerJob
@@ -37,6 +41,13 @@ pytestmark = pytest.mark.e2e
 EXAMPLES_PER_OPERATION = 20
 MCP_EXAMPLES = 100
 ACCEPT = "application/json, text/event-stream"
+# Every reply, errors included, is one the schema declares, in the declared shape and type.
+FUZZ_CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
 RESULT = {"status": "completed", "exit_code": 0, "output": "hello 0", "duration_ms": 5}
 
 
@@ -51,6 +62,9 @@ def fuzz_process(
             tmp_path_factory.mktemp("fuzz"),
             EVERDICT_LEASE_TTL_S=300,
             EVERDICT_WAKE_RECHECK_S=30,
+            # As deployed: with DEBUG on, an unrouted path gets Django's HTML debug page.
+            DEBUG="false",
+            SECRET_KEY="fuzz-secret-key-not-for-production",
         ) as server,
     ):
         yield server
@@ -166,7 +180,7 @@ def test_the_api_answers_generated_input_without_a_server_error(
     server: LiveServer, world: dict[str, Any]
 ) -> None:
     """Every operation of the schema, fed generated valid and invalid input: no 5xx, and
-    every documented response matches its schema."""
+    every reply, errors included, is declared with its status, content type and shape."""
     from everdict.models import ApiKey
 
     own_key = ApiKey.objects.get(name="fuzz").pk
@@ -192,9 +206,7 @@ def test_the_api_answers_generated_input_without_a_server_error(
                 # Revoking the fuzzer's own key would end the test, not find a bug.
                 return
             response = case.call(base_url=server.url, headers=headers, timeout=30)
-            case.validate_response(
-                response, checks=[not_a_server_error, response_schema_conformance]
-            )
+            case.validate_response(response, checks=FUZZ_CHECKS)
 
         try:
             fuzz()
