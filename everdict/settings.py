@@ -195,12 +195,15 @@ EVERDICT_QUEUE_IDLE_TIMEOUT_S = _int("EVERDICT_QUEUE_IDLE_TIMEOUT_S", 300, minim
 EVERDICT_MAX_ATTEMPTS = _int("EVERDICT_MAX_ATTEMPTS", 3, minimum=1)
 EVERDICT_PRESENCE_WINDOW_S = _int("EVERDICT_PRESENCE_WINDOW_S", 90, minimum=1)
 EVERDICT_MIN_RUNNER_PROTOCOL = _int("EVERDICT_MIN_RUNNER_PROTOCOL", 1)
-# How often a parked long-poll re-checks the queue even without a wake-up: a lost
-# notification costs at most this much latency, never a job.
+# How often each process re-checks the queue for the owners of its parked long-polls even
+# without a wake-up: a lost notification costs at most this much latency, never a job.
 EVERDICT_WAKE_RECHECK_S = env.float("EVERDICT_WAKE_RECHECK_S", default=5.0)
 # Presence writes are throttled: an idle long-polling runner touches its row at most this often.
 EVERDICT_PRESENCE_WRITE_S = _int("EVERDICT_PRESENCE_WRITE_S", 15)
 EVERDICT_STATUS_TTL_S = _int("EVERDICT_STATUS_TTL_S", 120, minimum=1)
+# How long /mcp keeps a verified runner token (PostgreSQL; a revocation is heard at once on
+# every replica): bounds how late an owner deactivated by an admin loses access. 0: never.
+EVERDICT_AUTH_CACHE_S = env.float("EVERDICT_AUTH_CACHE_S", default=10.0)
 # Public base URL shown in the pairing command on the account page (default: the request's).
 EVERDICT_PUBLIC_URL = env.str("EVERDICT_PUBLIC_URL", default="")
 # /metrics: "loopback" (only 127.0.0.1/::1), "open", or a bearer token required to read it.

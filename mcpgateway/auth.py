@@ -8,9 +8,12 @@ that carries the runner or the user it was resolved to.
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any, Literal
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver.exceptions import ToolError
@@ -18,6 +21,7 @@ from pydantic import ConfigDict, Field
 
 from everdict import tokens
 from everdict.services import api_key_authenticate
+from runners import wakeup
 from runners.models import Runner
 from runners.services import runner_authenticate
 
@@ -83,6 +87,70 @@ def _resolve(token: str) -> Principal | None:
     return None
 
 
+class RunnerPrincipals:
+    """Runner principals verified lately, so a polling runner's every call does not look up
+    its token again.
+
+    An entry is forgotten at once when its runner is revoked — on every replica, through
+    the notification listener — and all are forgotten when notifications may have been
+    missed; entries are kept only while that listener is listening (PostgreSQL), and for
+    EVERDICT_AUTH_CACHE_S at most (an owner deactivated by an admin). The runner row is
+    shared by the runner's concurrent calls, as its presence throttle.
+    """
+
+    MAX_ENTRIES = 100_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[str, tuple[Principal, float]] = {}
+        self._generation = 0
+
+    def get(self, key: str) -> Principal | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is None:
+                return None
+            if found[1] < time.monotonic():
+                del self._entries[key]
+                return None
+            return found[0]
+
+    def generation(self) -> int:
+        with self._lock:
+            return self._generation
+
+    def put(self, key: str, principal: Principal, generation: int) -> None:
+        """Keep a principal resolved since `generation`, unless a revocation came between."""
+        ttl = float(settings.EVERDICT_AUTH_CACHE_S)
+        if ttl <= 0 or not wakeup.listener.listening:
+            return
+        with self._lock:
+            if generation != self._generation:
+                return
+            if len(self._entries) >= self.MAX_ENTRIES:
+                self._entries.clear()
+            self._entries[key] = (principal, time.monotonic() + ttl)
+
+    def forget(self, runner_id: int | None) -> None:
+        """Forget this runner's principal (every principal when None)."""
+        with self._lock:
+            self._generation += 1
+            if runner_id is None:
+                self._entries.clear()
+                return
+            stale = [
+                key
+                for key, (principal, _) in self._entries.items()
+                if principal.runner is not None and principal.runner.pk == runner_id
+            ]
+            for key in stale:
+                del self._entries[key]
+
+
+runner_principals = RunnerPrincipals()
+wakeup.on_runner_revoked(runner_principals.forget)
+
+
 class EverdictTokenVerifier:
     """The one `TokenVerifier` of the gateway."""
 
@@ -90,7 +158,18 @@ class EverdictTokenVerifier:
         token = token.strip()
         if not token:
             return None
-        return await database_sync_to_async(_resolve)(token)
+        if not token.startswith(tokens.RUNNER_TOKEN_PREFIX):
+            return await database_sync_to_async(_resolve)(token)
+        wakeup.listener.ensure_started()
+        key = tokens.digest(token)
+        cached = runner_principals.get(key)
+        if cached is not None:
+            return cached
+        generation = runner_principals.generation()
+        principal = await database_sync_to_async(_resolve)(token)
+        if principal is not None:
+            runner_principals.put(key, principal, generation)
+        return principal
 
 
 def current_principal() -> Principal:

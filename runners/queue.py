@@ -19,7 +19,7 @@ import anyio
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Exists, F, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from runnercli.protocol import (
@@ -191,29 +191,24 @@ def _grant(runner: Runner, jobs: list[RunnerJob]) -> list[LeasedJob]:
         [JobAttempt(job=j, epoch=j.lease_epoch, runner=runner, started_at=now) for j in jobs]
     )
     until = now + lease_ttl()
+    # One statement for every claimed job, each pointed at the attempt just opened for its
+    # next epoch; conditional on the state we read: under SQLite's single writer, the claim.
+    opened = JobAttempt.objects.filter(job_id=OuterRef("pk"), epoch=OuterRef("lease_epoch") + 1)
+    claimed = RunnerJob.objects.filter(pk__in=[j.pk for j in jobs], status=JobStatus.QUEUED).update(
+        status=JobStatus.LEASED,
+        leased_by=runner,
+        leased_until=until,
+        lease_epoch=F("lease_epoch") + 1,
+        attempts=F("attempts") + 1,
+        current_attempt=Subquery(opened.values("pk")[:1]),
+    )
+    if claimed != len(jobs):
+        raise RuntimeError("claimed jobs changed under their lock")
     for job, attempt in zip(jobs, attempts, strict=True):
         job.status = JobStatus.LEASED
         job.leased_by = runner
         job.leased_until = until
         job.current_attempt = attempt
-    if len(jobs) == 1:
-        job = jobs[0]
-        # Conditional on the state we read: under SQLite's single writer this is the claim.
-        claimed = RunnerJob.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
-            status=JobStatus.LEASED,
-            leased_by=runner,
-            leased_until=until,
-            lease_epoch=job.lease_epoch,
-            attempts=job.attempts,
-            current_attempt=job.current_attempt,
-        )
-        if claimed != 1:
-            raise RuntimeError("claimed job changed under its lock")
-    else:
-        RunnerJob.objects.bulk_update(
-            jobs,
-            ["status", "leased_by", "leased_until", "lease_epoch", "attempts", "current_attempt"],
-        )
     return [LeasedJob(job=j, attempt=a) for j, a in zip(jobs, attempts, strict=True)]
 
 
@@ -435,23 +430,35 @@ def _record_settled(ended: list[tuple[RunnerJob, Outcome]], now: datetime) -> No
             status=status, finished_at=now, leased_until=None, reason=reason
         )
         metrics.SETTLED.labels(status=status).inc(len(ids))
-    attempts = [
-        JobAttempt(
-            pk=job.current_attempt_id,
-            status=AttemptStatus.SUCCEEDED if outcome.succeeded else AttemptStatus.FAILED,
-            ended_at=now,
-            result_digest=outcome.result_digest,
-            reason=outcome.reason[:500],
-        )
-        for job, outcome in ended
-        if job.current_attempt_id
-    ]
-    fields = ["status", "ended_at", "result_digest", "reason"]
-    if len(attempts) == 1:
-        only = attempts[0]
-        JobAttempt.objects.filter(pk=only.pk).update(**{f: getattr(only, f) for f in fields})
-    elif attempts:
-        JobAttempt.objects.bulk_update(attempts, fields)
+    _attempts_end(
+        [
+            (
+                job.current_attempt_id,
+                AttemptStatus.SUCCEEDED if outcome.succeeded else AttemptStatus.FAILED,
+                outcome.result_digest,
+                outcome.reason[:500],
+            )
+            for job, outcome in ended
+            if job.current_attempt_id
+        ],
+        now,
+    )
+
+
+def _attempts_end(rows: list[tuple[int, str, str, str]], now: datetime) -> None:
+    """End attempts, each with its own (status, result digest, reason): one statement."""
+    if not rows:
+        return
+    table = JobAttempt._meta.db_table
+    values = ", ".join(["(%s, %s, %s, %s)"] * len(rows))
+    sql = (
+        f"WITH ended(id, status, digest, reason) AS (VALUES {values})"
+        f" UPDATE {table} SET status = ended.status, ended_at = %s,"
+        f" result_digest = ended.digest, reason = ended.reason"
+        f" FROM ended WHERE {table}.id = ended.id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [value for row in rows for value in row] + [now])
 
 
 def job_fail(

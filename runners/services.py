@@ -89,7 +89,7 @@ def runner_revoke(*, owner: Any, runner_id: int) -> Runner:
     The `self:any` jobs it held go back to the queue for the owner's other runners; jobs
     pinned to it are left for the scheduler to settle as "runner revoked".
     """
-    from runners import queue  # the queue imports this module's models only
+    from runners import queue, wakeup  # the queue imports this module's models only
 
     runner = runner_get(owner=owner, runner_id=runner_id)
     if runner.revoked_at is None:
@@ -98,4 +98,5 @@ def runner_revoke(*, owner: Any, runner_id: int) -> Runner:
         )
         runner.refresh_from_db()
         queue.jobs_release_from(runner=runner)
+        wakeup.announce_revoked(runner.pk)
     return runner

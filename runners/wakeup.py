@@ -18,7 +18,7 @@ import asyncio
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from channels.db import database_sync_to_async
@@ -30,6 +30,8 @@ from runners import metrics
 log = logging.getLogger(__name__)
 
 CHANNEL = "everdict_jobs"
+# Runner revocations, so that every process forgets the runner's verified token at once.
+REVOKED_CHANNEL = "everdict_runners_revoked"
 
 
 class _Waiter:
@@ -101,12 +103,37 @@ def notify_owners(owner_ids: Iterable[int]) -> None:
     transaction.on_commit(lambda: hub.wake(owners))
 
 
+_revocation_hooks: list[Callable[[int | None], None]] = []
+
+
+def on_runner_revoked(hook: Callable[[int | None], None]) -> None:
+    """Call `hook(runner_id)` in this process whenever a runner is revoked (anywhere), and
+    `hook(None)` whenever revocations may have been missed (the listener reconnecting)."""
+    _revocation_hooks.append(hook)
+
+
+def _revoked(runner_id: int | None) -> None:
+    for hook in _revocation_hooks:
+        hook(runner_id)
+
+
+def announce_revoked(runner_id: int) -> None:
+    """Announce, as part of the current transaction, that this runner was revoked."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [REVOKED_CHANNEL, str(runner_id)])
+    transaction.on_commit(lambda: _revoked(runner_id))
+
+
 class _PgListener:
-    """One LISTEN connection per process that relays notifications to the local hub."""
+    """One LISTEN connection per process that relays notifications: job wake-ups to the
+    local hub, revocations to the revocation hooks."""
 
     def __init__(self) -> None:
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # True while LISTEN is in effect: no notification addressed to us is being missed.
+        self.listening = False
 
     def ensure_started(self) -> None:
         if connection.vendor != "postgresql":
@@ -127,21 +154,31 @@ class _PgListener:
                     _pg_conninfo(), autocommit=True
                 ) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
+                    await conn.execute(f"LISTEN {REVOKED_CHANNEL}")
+                    self.listening = True
                     if connected_before:
                         # Whatever was announced while we were away is found at once.
                         rechecker.poke()
                     connected_before = True
                     async for note in conn.notifies():
                         try:
-                            hub.wake([int(note.payload)])
+                            subject = int(note.payload)
                         except ValueError:
                             continue
+                        if note.channel == REVOKED_CHANNEL:
+                            _revoked(subject)
+                        else:
+                            hub.wake([subject])
             except asyncio.CancelledError:
                 raise
             except Exception:
                 # Waiters fall back to their periodic re-check meanwhile.
                 log.warning("job notification listener lost; reconnecting", exc_info=True)
                 await asyncio.sleep(1)
+            finally:
+                if self.listening:
+                    self.listening = False
+                    _revoked(None)
 
 
 def _pg_conninfo() -> str:
