@@ -8,14 +8,14 @@ NOTIFY to every process). On SQLite nothing is kept: every call looks the token 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.db import connection
 
 from runners.services import runner_pair, runner_revoke
-from tests.live import LiveServer, daphne
+from tests.live import LiveServer
+from tests.mcpgateway.conftest import live_server_fixtures
 from tests.mcpgateway.test_auth import raw_post
 
 pytestmark = pytest.mark.e2e
@@ -23,15 +23,9 @@ pytestmark = pytest.mark.e2e
 CACHE_S = 3
 
 
-@pytest.fixture(scope="module")
-def cache_process(django_db_setup: Any, tmp_path_factory: Any) -> Iterator[LiveServer]:
-    with daphne(tmp_path_factory.mktemp("authcache"), EVERDICT_AUTH_CACHE_S=CACHE_S) as server:
-        yield server
-
-
-@pytest.fixture
-def server(cache_process: LiveServer, transactional_db: Any) -> LiveServer:
-    return cache_process
+authcache_process, server = live_server_fixtures(
+    "authcache", "server", EVERDICT_AUTH_CACHE_S=CACHE_S
+)
 
 
 def call_status(server: LiveServer, token: str) -> int:

@@ -54,6 +54,21 @@ def dispatch(gateway: Any, key: str, runner_id: int | str) -> dict[str, Any]:
     return run
 
 
+def dispatch_all(gateway: Any, user: Any, key: str, runner_id: int, cases: int) -> dict[str, Any]:
+    """Dispatch a run of `cases` cases with every job queued at once."""
+    name = f"suite-{cases}"
+    suite(user, cases=cases, name=name)
+    status, run = rest(
+        gateway.url,
+        "POST",
+        "/api/workspaces/acme/runs",
+        key,
+        {"harness": name, "dataset": name, "runtime": f"self:{runner_id}", "concurrency": cases},
+    )
+    assert status == 201, run
+    return run
+
+
 def lease(gateway: Any, token: str, **args: Any) -> dict[str, Any]:
     reply = structured(call(gateway.url, token, "lease_job", {"protocol": 1, **args}))
     assert reply["job"] is not None, reply
@@ -311,16 +326,8 @@ def test_lease_job_stores_the_capabilities_the_runner_reports(gateway: Any, key:
 def test_a_runner_with_free_slots_leases_several_jobs_in_one_call(
     gateway: Any, alice: Any, key: str
 ) -> None:
-    suite(alice, cases=5, name="five")
     paired = pair_via_rest(gateway, key)
-    status, run = rest(
-        gateway.url,
-        "POST",
-        "/api/workspaces/acme/runs",
-        key,
-        {"harness": "five", "dataset": "five", "runtime": f"self:{paired['id']}", "concurrency": 5},
-    )
-    assert status == 201, run
+    dispatch_all(gateway, alice, key, paired["id"], cases=5)
     first = lease(gateway, paired["token"], max_jobs=3)
     assert [g["job"]["case"]["key"] for g in first["jobs"]] == ["c0", "c1", "c2"]
     assert first["job"] == first["jobs"][0]["job"]
@@ -338,16 +345,8 @@ def test_a_runner_with_free_slots_leases_several_jobs_in_one_call(
 def test_several_results_go_in_one_call_each_fenced_on_its_own(
     gateway: Any, alice: Any, key: str
 ) -> None:
-    suite(alice, cases=4, name="four")
     paired = pair_via_rest(gateway, key)
-    status, run = rest(
-        gateway.url,
-        "POST",
-        "/api/workspaces/acme/runs",
-        key,
-        {"harness": "four", "dataset": "four", "runtime": f"self:{paired['id']}", "concurrency": 4},
-    )
-    assert status == 201, run
+    run = dispatch_all(gateway, alice, key, paired["id"], cases=4)
     grants = lease(gateway, paired["token"], max_jobs=4)["jobs"]
     assert len(grants) == 4
     reports = [
@@ -388,5 +387,5 @@ def test_several_results_go_in_one_call_each_fenced_on_its_own(
     assert again == [{"accepted": True, "reason": "duplicate"}, {"accepted": True, "reason": ""}]
     assert CaseResultRow.objects.filter(run_id=run["id"]).count() == 4
     status, done = rest(gateway.url, "GET", f"/api/runs/{run['id']}", key)
-    assert done["status"] == "succeeded"
+    assert status == 200 and done["status"] == "succeeded"
     assert JobAttempt.objects.filter(status="succeeded").count() == 4

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import time
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +17,8 @@ from django.db import connection
 
 from everdict.services import api_key_create
 from runners.models import JobStatus, RunnerJob
-from tests.live import LiveServer, daphne
+from tests.live import LiveServer
+from tests.mcpgateway.conftest import live_server_fixtures
 from tests.mcpgateway.test_runner_tools import ParkedLease, dispatch, pair_via_rest
 from tests.suites import suite
 
@@ -27,15 +27,9 @@ pytestmark = pytest.mark.e2e
 RECHECK_S = 0.3
 
 
-@pytest.fixture(scope="module")
-def recheck_process(django_db_setup: Any, tmp_path_factory: Any) -> Iterator[LiveServer]:
-    with daphne(tmp_path_factory.mktemp("recheck"), EVERDICT_WAKE_RECHECK_S=RECHECK_S) as server:
-        yield server
-
-
-@pytest.fixture
-def server(recheck_process: LiveServer, transactional_db: Any) -> LiveServer:
-    return recheck_process
+recheck_process, server = live_server_fixtures(
+    "recheck", "server", EVERDICT_WAKE_RECHECK_S=RECHECK_S
+)
 
 
 @pytest.fixture
