@@ -27,10 +27,12 @@ from runnercli.protocol import (
     MAX_WAIT_MS,
     PROTOCOL_VERSION,
     Ack,
+    BatchAck,
     CaseResult,
     HeartbeatAck,
     Hello,
     LeaseReply,
+    ResultReport,
 )
 
 # Seconds a reply may take beyond the time the server was asked to wait.
@@ -174,6 +176,16 @@ class RunnerClient:
     async def submit_job_result(self, *, job_id: int, lease_epoch: int, result: CaseResult) -> Ack:
         args = {"job_id": job_id, "lease_epoch": lease_epoch, "result": result.model_dump()}
         return await self._call("submit_job_result", args, Ack)
+
+    async def submit_job_results(self, reports: list[ResultReport]) -> list[Ack]:
+        """Report several results in one call; one ack per report, in the order sent."""
+        args = {"results": [report.model_dump() for report in reports]}
+        reply = await self._call("submit_job_results", args, BatchAck)
+        if len(reply.acks) != len(reports):
+            raise ToolCallError(
+                f"submit_job_results answered {len(reply.acks)} acks for {len(reports)} results"
+            )
+        return reply.acks
 
     async def fail_job(
         self, *, job_id: int, lease_epoch: int, message: str, retryable: bool = False

@@ -14,6 +14,7 @@ import textwrap
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,8 +25,9 @@ import psutil
 import pytest
 
 from everdict.services import api_key_create
-from runners.models import JobAttempt
+from runners.models import JobAttempt, RunnerJob
 from scorecards.catalog import dataset_create, harness_create
+from scorecards.models import CaseResult
 from tests.live import (
     LiveServer,
     Proc,
@@ -241,6 +243,38 @@ def test_three_cases_overlap_with_max_concurrent_3(api: Api, alice: Any, tmp_pat
     spans = [json.loads(r["output"]) for r in run["results"]]
     assert len(spans) == 3
     assert max(s["start"] for s in spans) < min(s["end"] for s in spans), spans
+
+
+TOGETHER = """
+    import sys, time
+    time.sleep(max(0.0, float(sys.argv[1]) - time.time()))
+    print("ok")
+"""
+
+
+def test_cases_finishing_together_are_reported_in_fewer_calls_and_scored_once(
+    api: Api, alice: Any, tmp_path: Path
+) -> None:
+    runner_id = api.pair(tmp_path, "laptop", "laptop")
+    runner = start_runner(tmp_path, "laptop", "--max-concurrent", "4")
+    try:
+        wait_output(runner, "connected to")
+        # Every case sleeps until one shared instant, well after the first four are leased.
+        harness(alice, tmp_path, "together", TOGETHER, [f"{time.time() + 3:.3f}"])
+        dataset(alice, "eight", [{"key": f"t{i}", "input": {}, "expected": "ok"} for i in range(8)])
+        run_id = api.start_run("together", "eight", f"self:{runner_id}", concurrency=8)
+        run = api.wait_run(run_id)
+    finally:
+        assert runner.stop(signal.SIGTERM) == 0, runner.output()
+    assert run["status"] == "succeeded", run
+    scored = CaseResult.objects.filter(run_id=run_id).values_list("case__key", "verdict")
+    assert sorted(scored) == [(f"t{i}", "pass") for i in range(8)]
+    attempts = JobAttempt.objects.filter(job__run_id=run_id).values_list("status", flat=True)
+    assert list(attempts) == ["succeeded"] * 8
+    # The server settles all the jobs of one call at one instant.
+    calls = Counter(RunnerJob.objects.filter(run_id=run_id).values_list("finished_at", flat=True))
+    assert max(calls.values()) >= 2, f"every result went in a call of its own: {calls}"
+    assert runner.output().count("✓ completed exit 0 in ") == 8
 
 
 def test_a_killed_runners_job_requeues_and_a_second_runner_finishes_it(
