@@ -201,9 +201,11 @@ EVERDICT_WAKE_RECHECK_S = env.float("EVERDICT_WAKE_RECHECK_S", default=5.0)
 # Presence writes are throttled: an idle long-polling runner touches its row at most this often.
 EVERDICT_PRESENCE_WRITE_S = _int("EVERDICT_PRESENCE_WRITE_S", 15)
 EVERDICT_STATUS_TTL_S = _int("EVERDICT_STATUS_TTL_S", 120, minimum=1)
-# How long /mcp keeps a verified runner token (PostgreSQL; a revocation is heard at once on
-# every replica): bounds how late an owner deactivated by an admin loses access. 0: never.
-EVERDICT_AUTH_CACHE_S = env.float("EVERDICT_AUTH_CACHE_S", default=10.0)
+# How long /mcp keeps a verified runner token (PostgreSQL only). A revocation, or an owner
+# deactivated through the ORM or admin, is heard at once on every replica; this bounds only
+# changes made behind the application's back (plain SQL). Above the 30 s long-poll, so an
+# idle runner's polls are answered without a lookup. 0: never kept.
+EVERDICT_AUTH_CACHE_S = env.float("EVERDICT_AUTH_CACHE_S", default=60.0)
 # Public base URL shown in the pairing command on the account page (default: the request's).
 EVERDICT_PUBLIC_URL = env.str("EVERDICT_PUBLIC_URL", default="")
 # /metrics: "loopback" (only 127.0.0.1/::1), "open", or a bearer token required to read it.

@@ -6,3 +6,11 @@ from django.apps import AppConfig
 class RunnersConfig(AppConfig):
     name = "runners"
     verbose_name = "Runners and lease queue"
+
+    def ready(self) -> None:
+        from django.contrib.auth import get_user_model
+        from django.db.models.signals import post_save
+
+        from runners.services import owner_saved
+
+        post_save.connect(owner_saved, sender=get_user_model(), dispatch_uid="runners.owner")

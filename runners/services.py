@@ -100,3 +100,13 @@ def runner_revoke(*, owner: Any, runner_id: int) -> Runner:
         queue.jobs_release_from(runner=runner)
         wakeup.announce_revoked(runner.pk)
     return runner
+
+
+def owner_saved(sender: Any, instance: Any, **kwargs: Any) -> None:
+    """A deactivated user's runners stop authenticating at once, on every replica."""
+    if instance.is_active or kwargs.get("raw"):
+        return
+    from runners import wakeup
+
+    for runner_id in Runner.objects.filter(owner=instance).values_list("pk", flat=True):
+        wakeup.announce_revoked(runner_id)

@@ -62,3 +62,18 @@ def test_an_owner_deactivated_behind_the_servers_back_loses_access_within_the_bo
         time.sleep(CACHE_S + 0.5)
     # ...and once it has passed (at once on SQLite, which keeps nothing), refused.
     assert call_status(server, paired.token) == 401
+
+
+def test_an_owner_deactivated_by_an_admin_loses_access_at_once(
+    server: LiveServer, alice: Any
+) -> None:
+    paired = runner_pair(owner=alice, label="laptop")
+    assert call_status(server, paired.token) == 200
+    alice.is_active = False
+    alice.save()  # as the admin's user page does
+
+    refused_after = time.monotonic() + 1.0
+    status = call_status(server, paired.token)
+    while status == 200 and time.monotonic() < refused_after:
+        status = call_status(server, paired.token)
+    assert status == 401
