@@ -3,8 +3,10 @@
 Each idle session is a paired runner of its own (its own `rnr_` token, paired through
 `runners.services.runner_pair`; by default each belongs to a member of its own, as on a
 real server where members have a laptop or two), calling `lease_job` with wait_ms 30 s
-in a loop over the official MCP client. The sessions live in a few client processes
-(asyncio, several hundred sessions each) and are opened at a bounded rate. The server
+in a loop: the same stateless Streamable HTTP tool call the runner CLI makes, sent as a
+bare JSON-RPC POST so that the client processes stay light. The sessions live in a few
+client processes (asyncio, several hundred sessions each) and are opened at a bounded
+rate. The server
 keeps its defaults (re-check and presence-write intervals) unless told otherwise.
 
 Measured with the sessions parked, beside the same figures with none (the baseline, same
@@ -83,67 +85,95 @@ def pair_idle_runners(count: int, owners: str) -> list[str]:
 # ------------------------------------------------------------------ client processes
 
 
+LEASE_CALL = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {
+        "name": "lease_job",
+        "arguments": {"protocol": 1, "wait_ms": WAIT_MS, "status": "idle"},
+    },
+}
+
+
+def lease_reply(response: Any) -> dict[str, Any]:
+    """The `lease_job` result of a reply sent as JSON or as server-sent events."""
+    import json
+
+    text = response.text
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        data = [line[5:] for line in text.splitlines() if line.startswith("data:")]
+        text = data[-1] if data else "{}"
+    message = json.loads(text)
+    if "error" in message:
+        raise RuntimeError(f"JSON-RPC error {message['error']}")
+    result: dict[str, Any] = message.get("result", {})
+    return result
+
+
 def client_process(
     url: str, tokens: list[str], rate: float, stop: Any, opened: Any, results: Any
 ) -> None:
-    """Hold one idle long-polling session per token until `stop` is set."""
+    """Hold one idle long-polling runner per token until `stop` is set.
+
+    Each idle runner is what the server sees of `python -m runnercli run` with nothing to
+    do: the same `lease_job` tool call over stateless Streamable HTTP, with its own token,
+    again as soon as the last one answered. It is sent as a bare JSON-RPC POST over one
+    shared HTTP client rather than a full SDK session per runner, so that thousands of
+    runners fit in a few client processes beside the server on a small machine.
+    """
     import logging
     import resource
 
     import httpx2
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
 
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    # The SDK logs each failed or cut-short stream; they are counted as errors instead.
-    for name in ("mcp", "httpx2", "httpcore2"):
+    for name in ("httpx2", "httpcore2"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
     stats: dict[str, Any] = {"polls": 0, "jobs": 0, "errors": {}}
 
-    async def session(token: str) -> None:
-        http = httpx2.AsyncClient(
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=httpx2.Timeout(30, read=WAIT_MS / 1000 + 90),
-            limits=httpx2.Limits(max_connections=2),
-        )
-        transport = streamable_http_client(f"{url}/mcp", http_client=http)
-        # The protocol version is pinned: no discovery round trip per session.
-        async with http, Client(transport, mode="2026-07-28") as client:
-            with opened.get_lock():
-                opened.value += 1
-            while True:
-                try:
-                    reply = await client.call_tool(
-                        "lease_job",
-                        {"protocol": 1, "wait_ms": WAIT_MS, "status": "idle"},
-                        read_timeout_seconds=WAIT_MS / 1000 + 90,
-                    )
-                    stats["polls"] += 1
-                    if common.leased_jobs(reply.structured_content):
-                        stats["jobs"] += 1
-                    if reply.is_error:
-                        key = "tool error"
-                        stats["errors"][key] = stats["errors"].get(key, 0) + 1
-                except Exception as exc:
-                    key = type(exc).__name__
+    async def runner(http: Any, token: str) -> None:
+        headers = {
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        }
+        with opened.get_lock():
+            opened.value += 1
+        while True:
+            try:
+                response = await http.post(f"{url}/mcp", json=LEASE_CALL, headers=headers)
+                response.raise_for_status()
+                reply = lease_reply(response)
+                stats["polls"] += 1
+                if common.leased_jobs(reply.get("structuredContent")):
+                    stats["jobs"] += 1
+                if reply.get("isError"):
+                    key = "tool error"
                     stats["errors"][key] = stats["errors"].get(key, 0) + 1
-                    await asyncio.sleep(1)
+            except Exception as exc:
+                key = type(exc).__name__
+                stats["errors"][key] = stats["errors"].get(key, 0) + 1
+                await asyncio.sleep(1)
 
     async def run() -> None:
-        # Streams torn down at the end fail inside the SDK's own tasks; not a finding.
-        asyncio.get_running_loop().set_exception_handler(lambda loop, context: None)
-        tasks = []
-        for token in tokens:
-            tasks.append(asyncio.create_task(session(token)))
-            await asyncio.sleep(1 / rate)
-            if stop.is_set():
-                break
-        while not stop.is_set():
-            await asyncio.sleep(0.2)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        http = httpx2.AsyncClient(
+            timeout=httpx2.Timeout(30, read=WAIT_MS / 1000 + 90),
+            limits=httpx2.Limits(max_connections=None, max_keepalive_connections=None),
+        )
+        async with http:
+            tasks = []
+            for token in tokens:
+                tasks.append(asyncio.create_task(runner(http, token)))
+                await asyncio.sleep(1 / rate)
+                if stop.is_set():
+                    break
+            while not stop.is_set():
+                await asyncio.sleep(0.2)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     asyncio.run(run())
     results.put(stats)

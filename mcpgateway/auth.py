@@ -158,15 +158,16 @@ class EverdictTokenVerifier:
         token = token.strip()
         if not token:
             return None
+        resolve = database_sync_to_async(_resolve, thread_sensitive=False)
         if not token.startswith(tokens.RUNNER_TOKEN_PREFIX):
-            return await database_sync_to_async(_resolve)(token)
+            return await resolve(token)
         wakeup.listener.ensure_started()
         key = tokens.digest(token)
         cached = runner_principals.get(key)
         if cached is not None:
             return cached
         generation = runner_principals.generation()
-        principal = await database_sync_to_async(_resolve)(token)
+        principal = await resolve(token)
         if principal is not None:
             runner_principals.put(key, principal, generation)
         return principal

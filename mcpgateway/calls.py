@@ -32,9 +32,14 @@ def tool_error(exc: ServiceError) -> ToolError:
 
 async def in_thread(fn: Callable[..., T], /, **kwargs: Any) -> T:
     """Run a synchronous service off the event loop (stale connections closed around it),
-    with its domain errors as tool errors."""
+    with its domain errors as tool errors.
+
+    On the loop's thread pool, not Django's one "thread-sensitive" thread: each service is
+    its own transaction, and runners' calls must not queue one behind another (nor behind
+    page views) on a single thread.
+    """
     try:
-        return await database_sync_to_async(fn)(**kwargs)
+        return await database_sync_to_async(fn, thread_sensitive=False)(**kwargs)
     except ServiceError as exc:
         raise tool_error(exc) from exc
 

@@ -32,7 +32,10 @@ FENCED = Counter(
     "everdict_fenced_calls", "Runner calls refused by the lease fence.", ["call", "reason"]
 )
 CLAIMS = Counter(
-    "everdict_claims", "Claim transactions run for runners, by whether they found a job.", ["found"]
+    "everdict_claims",
+    "Claims for runners' polls: found a job (yes), found none (no), or not run because the"
+    " last re-check found the owner with no queued job (skipped).",
+    ["found"],
 )
 RECHECKS = Counter(
     "everdict_wake_rechecks", "Periodic re-checks of the owners with parked long-polls."

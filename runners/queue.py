@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -212,6 +212,31 @@ def _grant(runner: Runner, jobs: list[RunnerJob]) -> list[LeasedJob]:
     return [LeasedJob(job=j, attempt=a) for j, a in zip(jobs, attempts, strict=True)]
 
 
+def _nothing_to_claim(runner: Runner, capabilities: Sequence[str] | None) -> bool:
+    unchanged = capabilities is None or sorted(set(capabilities)) == list(runner.capabilities or [])
+    return unchanged and wakeup.hub.known_empty(runner.owner_id)
+
+
+async def _claim_or_give_back(
+    claiming: Coroutine[Any, Any, list[LeasedJob]], runner: Runner
+) -> list[LeasedJob]:
+    """Await a claim; if the caller is cancelled meanwhile, give back what it claimed."""
+    task = asyncio.ensure_future(claiming)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        # anyio cancel scopes re-cancel every await until they exit: shield the give-back,
+        # or a job claimed at the moment the caller left stays leased.
+        with anyio.CancelScope(shield=True):
+            await asyncio.wait([task])
+            if not task.cancelled() and task.exception() is None:
+                for grant in task.result():
+                    await database_sync_to_async(job_release)(
+                        runner=runner, job_id=grant.job.pk, lease_epoch=grant.job.lease_epoch
+                    )
+        raise
+
+
 async def job_lease_wait(
     *,
     runner: Runner,
@@ -230,28 +255,27 @@ async def job_lease_wait(
     # Off the process's single "thread-sensitive" thread: a claim answering a parked runner
     # must not queue behind unrelated synchronous work (such as the dispatch that woke it).
     claim = database_sync_to_async(job_lease, thread_sensitive=False)
+    first = True
     while True:
         # A fresh waiter each round, registered before the claim: a dispatch committing
         # while the claim runs sets this round's event and is never lost.
         with wakeup.hub.waiting(runner.owner_id) as event:
-            task = asyncio.ensure_future(
-                claim(runner=runner, capabilities=capabilities, status=status, max_jobs=max_jobs)
-            )
-            try:
-                leased = await asyncio.shield(task)
-            except asyncio.CancelledError:
-                # anyio cancel scopes re-cancel every await until they exit: shield the
-                # give-back, or a job claimed at the moment the caller left stays leased.
-                with anyio.CancelScope(shield=True):
-                    await asyncio.wait([task])
-                    if not task.cancelled() and task.exception() is None:
-                        for grant in task.result():
-                            await database_sync_to_async(job_release)(
-                                runner=runner,
-                                job_id=grant.job.pk,
-                                lease_epoch=grant.job.lease_epoch,
-                            )
-                raise
+            if first and _nothing_to_claim(runner, capabilities):
+                # The process's last re-check found none of the owner's jobs queued and no
+                # wake-up came since: park at once (presence still counts).
+                metrics.CLAIMS.labels(found="skipped").inc()
+                await database_sync_to_async(runner_touch, thread_sensitive=False)(
+                    runner=runner, status=status
+                )
+                leased = []
+            else:
+                leased = await _claim_or_give_back(
+                    claim(
+                        runner=runner, capabilities=capabilities, status=status, max_jobs=max_jobs
+                    ),
+                    runner,
+                )
+            first = False
             remaining = deadline - time.monotonic()
             if leased or remaining <= 0:
                 return leased

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -46,11 +47,19 @@ class _Waiter:
 
 
 class WakeHub:
-    """Process-local registry of parked long-polls, keyed by owner id."""
+    """Process-local registry of parked long-polls, keyed by owner id.
+
+    It also remembers which owners the last re-check found with no queued job at all, until
+    a wake-up for them (or any wake-up while that re-check ran) says otherwise: a new poll
+    of such an owner's runner parks without a claim of its own, so idle runners cost the
+    database nothing but the process's one re-check.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._waiters: dict[int, set[_Waiter]] = defaultdict(set)
+        self._wakes = 0
+        self._empty: dict[int, float] = {}  # owner -> when a re-check found no queued job
 
     @contextmanager
     def waiting(self, owner_id: int) -> Iterator[asyncio.Event]:
@@ -70,8 +79,12 @@ class WakeHub:
                         del self._waiters[owner_id]
 
     def wake(self, owner_ids: Iterable[int]) -> None:
+        owners = set(owner_ids)
         with self._lock:
-            targets = [w for oid in set(owner_ids) for w in self._waiters.get(oid, ())]
+            self._wakes += 1
+            for owner_id in owners:
+                self._empty.pop(owner_id, None)
+            targets = [w for oid in owners for w in self._waiters.get(oid, ())]
         for waiter in targets:
             try:
                 waiter.wake()
@@ -86,6 +99,37 @@ class WakeHub:
         """The owners that have parked long-polls now."""
         with self._lock:
             return list(self._waiters)
+
+    def wake_count(self) -> int:
+        with self._lock:
+            return self._wakes
+
+    def found_empty(self, owner_ids: Iterable[int], *, since: int, at: float) -> None:
+        """Remember these owners had no queued job when a re-check began at `at` — unless
+        a wake-up came after it began (`since`, the wake count then)."""
+        fresh_after = time.monotonic() - _EMPTY_FOR * recheck_interval()
+        with self._lock:
+            self._empty = {o: t for o, t in self._empty.items() if t >= fresh_after}
+            if self._wakes == since:
+                self._empty.update(dict.fromkeys(owner_ids, at))
+
+    def known_empty(self, owner_id: int) -> bool:
+        """Whether a recent re-check found this owner with no queued job, and nothing since
+        said a job may have come."""
+        with self._lock:
+            at = self._empty.get(owner_id)
+        return at is not None and time.monotonic() - at <= _EMPTY_FOR * recheck_interval()
+
+    def forget_empty(self) -> None:
+        """Wake-ups may have been missed: what the re-checks found no longer holds."""
+        with self._lock:
+            self._wakes += 1
+            self._empty.clear()
+
+
+# How many re-check intervals an owner found with no queued job is trusted to stay so
+# (a job queued without a wake-up reaching this process is found by the next re-check).
+_EMPTY_FOR = 2
 
 
 hub = WakeHub()
@@ -178,6 +222,7 @@ class _PgListener:
             finally:
                 if self.listening:
                     self.listening = False
+                    hub.forget_empty()
                     _revoked(None)
 
 
@@ -252,11 +297,13 @@ class _Rechecker:
                 continue
             self.rounds += 1
             metrics.RECHECKS.inc()
+            since, began = hub.wake_count(), time.monotonic()
             try:
                 found = await check(owners)
             except Exception:
                 log.warning("re-check of parked long-polls failed", exc_info=True)
                 continue
+            hub.found_empty(set(owners) - found, since=since, at=began)
             if found:
                 hub.wake(found)
 

@@ -46,6 +46,12 @@ def metric(server: LiveServer, name: str) -> float:
     return float(match.group(1)) if match else 0.0
 
 
+def claims_run_or_skipped(server: LiveServer) -> float:
+    return metric(server, 'everdict_claims_total{found="no"}') + metric(
+        server, 'everdict_claims_total{found="skipped"}'
+    )
+
+
 def set_status_silently(job_id: int, status: str) -> None:
     """Change a job's state by plain SQL: no notification, no in-process wake-up."""
     with connection.cursor() as cursor:
@@ -90,7 +96,7 @@ def test_a_job_queued_without_notification_reaches_a_parked_poll_by_the_recheck(
 
 def test_parked_polls_run_no_claims_while_they_wait(server: LiveServer, key: str) -> None:
     tokens = [pair_via_rest(server, key, label=f"laptop-{i}")["token"] for i in range(8)]
-    claims_before = metric(server, 'everdict_claims_total{found="no"}')
+    claims_before = claims_run_or_skipped(server)
     rechecks_before = metric(server, "everdict_wake_rechecks_total")
 
     wait_ms = 3_000
@@ -101,5 +107,48 @@ def test_parked_polls_run_no_claims_while_they_wait(server: LiveServer, key: str
     assert all(p.reply == {"job": None, "lease": None, "update_required": False} for p in polls)
     # Several re-check rounds ran over the owner of the parked polls, and found nothing...
     assert metric(server, "everdict_wake_rechecks_total") - rechecks_before >= 3
-    # ...so each poll ran exactly its one claim on arrival, none while parked or at its end.
-    assert metric(server, 'everdict_claims_total{found="no"}') - claims_before == len(tokens)
+    # ...so each poll ran at most its one claim on arrival (skipped once a re-check had found
+    # the owner with nothing queued), none while parked or at its end.
+    assert claims_run_or_skipped(server) - claims_before == len(tokens)
+
+
+def test_once_a_recheck_found_nothing_new_polls_park_without_a_claim(
+    server: LiveServer, key: str
+) -> None:
+    paired = pair_via_rest(server, key)
+    run = dispatch(server, key, paired["id"])
+    job = RunnerJob.objects.get(run_id=run["id"])
+    set_status_silently(job.pk, JobStatus.PENDING)
+    # Parked across a few re-checks, which find the owner with no queued job.
+    park(server, paired["token"], 1_500).join(15)
+
+    claims = metric(server, 'everdict_claims_total{found="no"}')
+    skipped = metric(server, 'everdict_claims_total{found="skipped"}')
+    polls = [park(server, paired["token"], 1_000) for _ in range(3)]
+    for poll in polls:
+        poll.join(15)
+    assert metric(server, 'everdict_claims_total{found="skipped"}') - skipped == 3
+    assert metric(server, 'everdict_claims_total{found="no"}') == claims
+
+    # A job queued behind the process's back still reaches such a poll: the next re-check
+    # finds it and wakes the poll, which claims.
+    poll = park(server, paired["token"], 20_000)
+    time.sleep(0.2)
+    queued_at = time.monotonic()
+    set_status_silently(job.pk, JobStatus.QUEUED)
+    poll.join(30)
+    assert poll.reply is not None and poll.reply["job"]["job_id"] == job.pk
+    assert poll.answered_at - queued_at < RECHECK_S + 2.0
+
+
+def test_a_dispatch_after_the_recheck_is_claimed_by_the_next_poll_at_once(
+    server: LiveServer, key: str
+) -> None:
+    paired = pair_via_rest(server, key)
+    park(server, paired["token"], 1_500).join(15)  # the re-check finds nothing queued
+
+    run = dispatch(server, key, paired["id"])  # its wake-up voids what the re-check found
+    poll = park(server, paired["token"], 20_000)
+    poll.join(30)
+    assert poll.reply is not None and poll.reply["job"]["run_id"] == run["id"]
+    assert poll.answered_at - poll.asked_at < 1.0
