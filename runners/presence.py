@@ -61,7 +61,11 @@ class PresenceWriter:
         return len(due)
 
     async def _run(self) -> None:
-        write = database_sync_to_async(self.flush, thread_sensitive=False)
+        from runners.wakeup import housekeeping_executor
+
+        write = database_sync_to_async(
+            self.flush, thread_sensitive=False, executor=housekeeping_executor()
+        )
         while True:
             await asyncio.sleep(PRESENCE_FLUSH_S)
             try:

@@ -20,6 +20,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from channels.db import database_sync_to_async
@@ -285,7 +286,8 @@ class _Rechecker:
     async def _run(self) -> None:
         assert self._poked is not None
         poked = self._poked
-        check = database_sync_to_async(owners_with_queued_jobs, thread_sensitive=False)
+        # A thread of its own: the re-check must not wait behind a backlog of claims.
+        check = database_sync_to_async(_recheck, thread_sensitive=False, executor=_HOUSEKEEPING)
         while True:
             try:
                 await asyncio.wait_for(poked.wait(), recheck_interval())
@@ -297,15 +299,30 @@ class _Rechecker:
                 continue
             self.rounds += 1
             metrics.RECHECKS.inc()
-            since, began = hub.wake_count(), time.monotonic()
             try:
                 found = await check(owners)
             except Exception:
                 log.warning("re-check of parked long-polls failed", exc_info=True)
                 continue
-            hub.found_empty(set(owners) - found, since=since, at=began)
             if found:
                 hub.wake(found)
+
+
+# The process's background database work (re-checks, presence writes), off the pool that
+# serves runners' calls.
+_HOUSEKEEPING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="everdict-housekeeping")
+
+
+def housekeeping_executor() -> ThreadPoolExecutor:
+    return _HOUSEKEEPING
+
+
+def _recheck(owners: list[int]) -> set[int]:
+    """Which of these owners have queued jobs; remember the others as having none."""
+    since, began = hub.wake_count(), time.monotonic()
+    found = owners_with_queued_jobs(owners)
+    hub.found_empty(set(owners) - found, since=since, at=began)
+    return found
 
 
 rechecker = _Rechecker()

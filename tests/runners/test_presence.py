@@ -10,12 +10,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from runners.models import Runner
 from runners.presence import presence_writer, runner_touch
+from runners.wakeup import housekeeping_executor
 from tests.suites import pair
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -43,6 +44,9 @@ def writer_running() -> Iterator[None]:
                 await asyncio.gather(task, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(stop(), loop).result(5)
+        # The writer's thread keeps its database connection, as in a server: close it so the
+        # test database can be dropped.
+        housekeeping_executor().submit(connections.close_all).result(5)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(5)
         loop.close()
