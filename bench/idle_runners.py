@@ -85,6 +85,16 @@ def pair_idle_runners(count: int, owners: str) -> list[str]:
 # ------------------------------------------------------------------ client processes
 
 
+# What the official MCP client sends for `lease_job` once it has settled on the protocol
+# revision this server speaks (as the runner CLI does): headers and body, byte for byte.
+PROTOCOL_REVISION = "2026-07-28"
+LEASE_HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+    "MCP-Protocol-Version": PROTOCOL_REVISION,
+    "Mcp-Method": "tools/call",
+    "Mcp-Name": "lease_job",
+}
 LEASE_CALL = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -92,6 +102,11 @@ LEASE_CALL = {
     "params": {
         "name": "lease_job",
         "arguments": {"protocol": 1, "wait_ms": WAIT_MS, "status": "idle"},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": PROTOCOL_REVISION,
+            "io.modelcontextprotocol/clientInfo": {"name": "idle-bench", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        },
     },
 }
 
@@ -134,11 +149,7 @@ def client_process(
     stats: dict[str, Any] = {"polls": 0, "jobs": 0, "errors": {}}
 
     async def runner(http: Any, token: str) -> None:
-        headers = {
-            "Authorization": f"Bearer {token}",
-            "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream",
-        }
+        headers = {"Authorization": f"Bearer {token}", **LEASE_HEADERS}
         with opened.get_lock():
             opened.value += 1
         while True:
