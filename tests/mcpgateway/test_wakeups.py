@@ -116,11 +116,14 @@ def test_once_a_recheck_found_nothing_new_polls_park_without_a_claim(
     server: LiveServer, key: str
 ) -> None:
     paired = pair_via_rest(server, key)
-    run = dispatch(server, key, paired["id"])
+    run = dispatch(server, key, paired["id"])  # pinned to this runner
     job = RunnerJob.objects.get(run_id=run["id"])
     set_status_silently(job.pk, JobStatus.PENDING)
-    # Parked across a few re-checks, which find the owner with no queued job.
-    park(server, paired["token"], 1_500).join(15)
+    # Another runner of the same owner stays parked, so re-checks keep looking at the owner
+    # and keep finding nothing queued.
+    desk = pair_via_rest(server, key, label="desk")
+    keeper = park(server, desk["token"], 8_000)
+    time.sleep(RECHECK_S * 4)
 
     claims = metric(server, 'everdict_claims_total{found="no"}')
     skipped = metric(server, 'everdict_claims_total{found="skipped"}')
@@ -139,6 +142,7 @@ def test_once_a_recheck_found_nothing_new_polls_park_without_a_claim(
     poll.join(30)
     assert poll.reply is not None and poll.reply["job"]["job_id"] == job.pk
     assert poll.answered_at - queued_at < RECHECK_S + 2.0
+    keeper.join(15)
 
 
 def test_a_dispatch_after_the_recheck_is_claimed_by_the_next_poll_at_once(
