@@ -6,7 +6,9 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.defaults import bad_request as page_bad_request
 from django.views.defaults import page_not_found
+from django.views.defaults import server_error as page_server_error
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -31,3 +33,17 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     if request.path_info.startswith("/api/"):
         return JsonResponse({"detail": "Not found."}, status=404)
     return page_not_found(request, exception)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """A request Django refuses before any view (a bad Host header, say): JSON under /api/."""
+    if request.path_info.startswith("/api/"):
+        return JsonResponse({"detail": "Bad request."}, status=400)
+    return page_bad_request(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """An unexpected failure: JSON under /api/, with nothing of it revealed."""
+    if request.path_info.startswith("/api/"):
+        return JsonResponse({"detail": "Server error."}, status=500)
+    return page_server_error(request)

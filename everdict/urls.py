@@ -9,7 +9,9 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"ok": True})
 
 
+handler400 = "everdict.api_errors.bad_request"
 handler404 = "everdict.api_errors.not_found"
+handler500 = "everdict.api_errors.server_error"
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

@@ -130,3 +130,15 @@ def test_an_unrouted_api_path_is_refused_as_json_like_the_api_errors(
     page = client.get("/no-such-page")
     assert page.status_code == 404
     assert page["Content-Type"].startswith("text/html")
+
+
+def test_a_request_refused_before_any_view_is_json_under_the_api(client: Client) -> None:
+    # A Host outside ALLOWED_HOSTS is refused by Django itself (a 400, through handler400).
+    reply = client.get("/api/runners", headers={"Host": "evil.example"})
+
+    assert reply.status_code == 400
+    assert reply["Content-Type"] == "application/json"
+    assert reply.json() == {"detail": "Bad request."}
+    page = client.get("/account/", headers={"Host": "evil.example"})
+    assert page.status_code == 400
+    assert page["Content-Type"].startswith("text/html")
