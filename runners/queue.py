@@ -129,11 +129,13 @@ def job_lease(
     runner_touch(runner=runner, status=status)
     limit = max(1, min(max_jobs, MAX_JOBS_PER_LEASE))
     with transaction.atomic():
-        jobs = _claimable(runner, limit)
-        metrics.CLAIMS.labels(found="yes" if jobs else "no").inc()
-        if not jobs:
-            return []
-        return _grant(runner, jobs)
+        if connection.vendor == "postgresql":
+            granted = _claim_postgres(runner, limit)
+        else:
+            jobs = _claimable(runner, limit)
+            granted = _grant(runner, jobs) if jobs else []
+        metrics.CLAIMS.labels(found="yes" if granted else "no").inc()
+        return granted
 
 
 def _claimable_filter(runner: Runner) -> Q:
@@ -148,20 +150,13 @@ def _claimable_filter(runner: Runner) -> Q:
 
 
 def _claimable(runner: Runner, limit: int) -> list[RunnerJob]:
+    """The claim's candidates on SQLite, whose IMMEDIATE transaction already holds the single
+    write lock; it has no JSON containment, so capabilities are filtered here in batches."""
     base = (
         RunnerJob.objects.filter(_claimable_filter(runner))
         .select_related("batch")
         .order_by("created_at", "id")
     )
-    if connection.vendor == "postgresql":
-        # The partial index on (owner, created_at, id) WHERE status='queued' serves this;
-        # SKIP LOCKED lets concurrent claimers pass each other instead of queueing.
-        return list(
-            base.filter(
-                required_capabilities__contained_by=list(runner.capabilities or [])
-            ).select_for_update(skip_locked=True, of=("self",))[:limit]
-        )
-    # SQLite: the IMMEDIATE transaction already holds the single write lock.
     have = set(runner.capabilities or [])
     found: list[RunnerJob] = []
     offset = 0
@@ -174,18 +169,146 @@ def _claimable(runner: Runner, limit: int) -> list[RunnerJob]:
     return found[:limit]
 
 
-def _grant(runner: Runner, jobs: list[RunnerJob]) -> list[LeasedJob]:
-    now = timezone.now()
+def _claim_select(runner: Runner, limit: int) -> tuple[str, list[Any]]:
+    """The claim's SELECT on PostgreSQL: the partial index on (owner, created_at, id) WHERE
+    status='queued' serves it; SKIP LOCKED lets concurrent claimers pass each other; a
+    runner revoked while its poll was parked holds a stale row, so the runner's being
+    active is checked in the same statement."""
+    columns = ", ".join(f"j.{column}" for column in _JOB_COLUMNS)
+    sql = (
+        f"SELECT {columns}, b.payload FROM {RunnerJob._meta.db_table} j"
+        f" JOIN {JobBatch._meta.db_table} b ON b.id = j.batch_id"
+        " WHERE j.owner_id = %s AND j.status = %s"
+        " AND (j.runner_id = %s OR j.runner_id IS NULL)"
+        " AND j.required_capabilities <@ %s::jsonb"
+        f" AND EXISTS (SELECT 1 FROM {Runner._meta.db_table} r"
+        " WHERE r.id = %s AND r.revoked_at IS NULL)"
+        " ORDER BY j.created_at, j.id LIMIT %s"
+        " FOR UPDATE OF j SKIP LOCKED"
+    )
+    params = [
+        runner.owner_id,
+        JobStatus.QUEUED,
+        runner.pk,
+        json.dumps(sorted(runner.capabilities or [])),
+        runner.pk,
+        limit,
+    ]
+    return sql, params
+
+
+def _claim_postgres(runner: Runner, limit: int) -> list[LeasedJob]:
+    """The claim on PostgreSQL in two statements of plain SQL (three when a predecessor
+    attempt is still executing): it is every lease's path, and the ORM's compilation and
+    row building cost more than the database's work.
+
+    The same claim as `_claimable` + `_grant`: the oldest claimable jobs, skipping locked
+    ones, over the partial claim index; the runner still active; each job's epoch bumped
+    and pointed at a new executing attempt.
+    """
+    job_table = RunnerJob._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(*_claim_select(runner, limit))
+        jobs = [_job_from_row(row) for row in cursor.fetchall()]
+        if not jobs:
+            return []
+        now = timezone.now()
+        until = now + lease_ttl()
+        _supersede_predecessors(jobs, now)
+        cursor.execute(
+            f"WITH opened AS ("
+            f"  INSERT INTO {JobAttempt._meta.db_table}"
+            "   (job_id, epoch, runner_id, status, started_at, ended_at, reason, result_digest)"
+            f"  SELECT id, lease_epoch + 1, %s, %s, %s, NULL, '', '' FROM {job_table}"
+            "   WHERE id = ANY(%s) RETURNING id, job_id)"
+            f" UPDATE {job_table} j SET status = %s, leased_by_id = %s, leased_until = %s,"
+            " lease_epoch = j.lease_epoch + 1, attempts = j.attempts + 1,"
+            " current_attempt_id = opened.id"
+            " FROM opened WHERE j.id = opened.job_id AND j.status = %s"
+            " RETURNING j.id, opened.id",
+            [
+                runner.pk,
+                AttemptStatus.EXECUTING,
+                now,
+                [job.pk for job in jobs],
+                JobStatus.LEASED,
+                runner.pk,
+                until,
+                JobStatus.QUEUED,
+            ],
+        )
+        opened = dict(cursor.fetchall())
+    if len(opened) != len(jobs):
+        raise RuntimeError("claimed jobs changed under their lock")
+    granted = []
+    for job in jobs:
+        _count_lease(job, now)
+        job.lease_epoch += 1
+        job.attempts += 1
+        job.status = JobStatus.LEASED
+        job.leased_by = runner
+        job.leased_until = until
+        attempt = JobAttempt(
+            pk=opened[job.pk],
+            job=job,
+            epoch=job.lease_epoch,
+            runner=runner,
+            status=AttemptStatus.EXECUTING,
+            started_at=now,
+        )
+        attempt._state.adding = False
+        job.current_attempt = attempt
+        granted.append(LeasedJob(job=job, attempt=attempt))
+    metrics.LEASES.inc(len(granted))
+    return granted
+
+
+_JOB_COLUMNS = [field.column for field in RunnerJob._meta.concrete_fields]
+_JOB_FIELDS = [field.attname for field in RunnerJob._meta.concrete_fields]
+_JSON_FIELDS = {
+    field.attname
+    for field in RunnerJob._meta.concrete_fields
+    if field.get_internal_type() == "JSONField"
+}
+
+
+def _job_from_row(row: Sequence[Any]) -> RunnerJob:
+    """A job (with its batch) from a claim row: the job's columns, then the batch payload."""
+    values = dict(zip(_JOB_FIELDS, row[:-1], strict=True))
+    for name in _JSON_FIELDS:
+        if isinstance(values[name], str):
+            values[name] = json.loads(values[name])
+    job = RunnerJob.from_db(connection.alias, _JOB_FIELDS, [values[f] for f in _JOB_FIELDS])
+    payload = row[-1]
+    batch = JobBatch(
+        pk=job.batch_id, payload=json.loads(payload) if isinstance(payload, str) else payload
+    )
+    batch._state.adding = False
+    job.batch = batch
+    return job
+
+
+def _supersede_predecessors(jobs: list[RunnerJob], now: datetime) -> None:
+    """End the attempts the claimed jobs still name as executing (their holder was revoked)."""
     predecessors = [j.current_attempt_id for j in jobs if j.current_attempt_id]
     if predecessors:
         JobAttempt.objects.filter(pk__in=predecessors, status=AttemptStatus.EXECUTING).update(
             status=AttemptStatus.SUPERSEDED, ended_at=now, reason="superseded by a new lease"
         )
+
+
+def _count_lease(job: RunnerJob, now: datetime) -> None:
+    if job.queued_at is not None:
+        metrics.QUEUE_WAIT.observe(max(0.0, (now - job.queued_at).total_seconds()))
+
+
+def _grant(runner: Runner, jobs: list[RunnerJob]) -> list[LeasedJob]:
+    now = timezone.now()
+    _supersede_predecessors(jobs, now)
     for job in jobs:
         job.lease_epoch += 1
         job.attempts += 1
-        if job.queued_at is not None:
-            metrics.QUEUE_WAIT.observe(max(0.0, (now - job.queued_at).total_seconds()))
+        _count_lease(job, now)
     metrics.LEASES.inc(len(jobs))
     attempts = JobAttempt.objects.bulk_create(
         [JobAttempt(job=j, epoch=j.lease_epoch, runner=runner, started_at=now) for j in jobs]
@@ -798,10 +921,8 @@ def jobs_release_from(*, runner: Runner) -> list[RunnerJob]:
 
 
 def claim_plan(*, runner: Runner) -> list[Any]:
-    """Return the database's plan for the claim query (for tests and benchmarks)."""
-    base = (
-        RunnerJob.objects.filter(_claimable_filter(runner))
-        .filter(required_capabilities__contained_by=list(runner.capabilities or []))
-        .order_by("created_at", "id")[:1]
-    )
-    return [base.explain()]
+    """Return PostgreSQL's plan for the claim's SELECT (for tests and benchmarks)."""
+    sql, params = _claim_select(runner, 1)
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN {sql}", params)
+        return ["\n".join(row[0] for row in cursor.fetchall())]
