@@ -268,7 +268,6 @@ class _Rechecker:
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._poked: asyncio.Event | None = None
-        self.rounds = 0  # rounds that had owners to check
 
     def ensure_started(self) -> None:
         loop = asyncio.get_running_loop()
@@ -297,7 +296,6 @@ class _Rechecker:
             owners = hub.owners()
             if not owners:
                 continue
-            self.rounds += 1
             metrics.RECHECKS.inc()
             try:
                 found = await check(owners)

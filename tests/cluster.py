@@ -9,7 +9,6 @@ token it had. The processes run over the database this process's Django is conne
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -23,7 +22,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.live import Proc, free_port, runner_cli, server_env, spawn
+from tests.live import (
+    Proc,
+    daphne_args,
+    free_port,
+    rest,
+    runner_cli,
+    server_env,
+    spawn,
+    wait_http,
+)
 
 # The Redis server the multi-replica tests use (a database number is appended per suite).
 DEFAULT_REDIS = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379").rstrip("/")
@@ -69,29 +77,6 @@ def require_postgres_and_redis(redis_url: str) -> None:
 # --------------------------------------------------------------------------- HTTP
 
 
-def rest(
-    base_url: str, method: str, path: str, token: str, body: Any = None, timeout: float = 30
-) -> tuple[int, Any]:
-    """One REST call with a bearer key; returns (status, decoded JSON or None)."""
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(
-        f"{base_url}{path}",
-        data=data,
-        method=method,
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as reply:
-            raw = reply.read()
-            return reply.status, json.loads(raw) if raw else None
-    except urllib.error.HTTPError as exc:
-        raw = exc.read()
-        try:
-            return exc.code, json.loads(raw) if raw else None
-        except ValueError:
-            return exc.code, raw.decode(errors="replace")
-
-
 def ok(base_url: str, method: str, path: str, token: str, body: Any = None) -> Any:
     status, reply = rest(base_url, method, path, token, body)
     if status >= 300:
@@ -121,22 +106,6 @@ def metric_sum(text: str, name: str) -> dict[str, float]:
         labels = rest_of_name.strip("{}")
         found[labels] = found.get(labels, 0.0) + float(value)
     return found
-
-
-def wait_up(url: str, proc: Proc, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            return
-        except urllib.error.HTTPError:
-            return
-        except OSError as exc:
-            if proc.popen.poll() is not None:
-                raise RuntimeError(f"{url}: the process exited:\n{proc.output()[-3000:]}") from exc
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{url} did not answer within {timeout}s") from exc
-            time.sleep(0.1)
 
 
 # ---------------------------------------------------------------------- processes
@@ -222,7 +191,7 @@ class Cluster:
             self._spawn_replica(replica)
         for replica in self.replicas:
             assert replica.proc is not None
-            wait_up(f"{replica.url}/healthz", replica.proc)
+            wait_http(f"{replica.url}/healthz", timeout=60, proc=replica.proc)
         for i in range(self.scheduler_count):
             self.start_scheduler(i)
 
@@ -246,16 +215,7 @@ class Cluster:
     def _spawn_replica(self, replica: Replica) -> None:
         replica.incarnation += 1
         replica.proc = spawn(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(replica.port),
-                "everdict.asgi:application",
-            ],
+            daphne_args(replica.port),
             self.workdir / f"replica-{replica.index}-{replica.incarnation}.log",
             self.env,
         )
@@ -273,7 +233,7 @@ class Cluster:
             self._spawn_replica(replica)
             assert replica.proc is not None
             try:
-                wait_up(f"{replica.url}/healthz", replica.proc)
+                wait_http(f"{replica.url}/healthz", timeout=60, proc=replica.proc)
                 return
             except RuntimeError:
                 # The port may linger for a moment after a kill; try again.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -89,17 +90,52 @@ def spawn(args: list[str], log: Path, env: dict[str, str], cwd: Path = ROOT) -> 
     return Proc(popen, log)
 
 
-def wait_http(url: str, timeout: float = 30) -> None:
+def wait_http(url: str, timeout: float = 30, proc: Proc | None = None) -> None:
+    """Wait until `url` answers; give up at once if `proc` (the server) has exited."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         try:
             urllib.request.urlopen(url, timeout=2)
             return
         except urllib.error.HTTPError:
             return
-        except OSError:
+        except OSError as exc:
+            if proc is not None and proc.popen.poll() is not None:
+                raise RuntimeError(f"{url}: the process exited:\n{proc.output()[-3000:]}") from exc
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{url} did not answer within {timeout}s") from exc
             time.sleep(0.1)
-    raise TimeoutError(f"{url} did not answer within {timeout}s")
+
+
+def rest(
+    base_url: str, method: str, path: str, token: str, body: Any = None, timeout: float = 30
+) -> tuple[int, Any]:
+    """One REST call with a bearer key; returns (status, decoded JSON, raw text, or None)."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        f"{base_url}{path}",
+        data=data,
+        method=method,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            raw = reply.read()
+            return reply.status, json.loads(raw) if raw else None
+    except urllib.error.HTTPError as exc:
+        raw = exc.read()
+        try:
+            return exc.code, json.loads(raw) if raw else None
+        except ValueError:
+            return exc.code, raw.decode(errors="replace")
+
+
+def daphne_args(port: int) -> list[str]:
+    """The command that serves the project on a loopback port, as in production."""
+    return [
+        *(sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)),
+        "everdict.asgi:application",
+    ]
 
 
 class LiveServer:
@@ -110,24 +146,16 @@ class LiveServer:
 
 
 @contextmanager
-def daphne(tmp_path: Path, **env: Any) -> Iterator[LiveServer]:
-    port = free_port()
+def daphne(tmp_path: Path, port: int | None = None, **env: Any) -> Iterator[LiveServer]:
+    """A daphne over the test database (on `port`, or a free one), stopped after."""
+    port = port or free_port()
     proc = spawn(
-        [
-            sys.executable,
-            "-m",
-            "daphne",
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "everdict.asgi:application",
-        ],
-        tmp_path / f"daphne-{port}.log",
+        daphne_args(port),
+        tmp_path / f"daphne-{port}-{time.monotonic_ns()}.log",
         server_env(**env),
     )
     try:
-        wait_http(f"http://127.0.0.1:{port}/healthz")
+        wait_http(f"http://127.0.0.1:{port}/healthz", proc=proc)
         yield LiveServer(proc, port)
     finally:
         proc.stop()

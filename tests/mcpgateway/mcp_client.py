@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -14,6 +11,10 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
+
+from tests.live import rest
+
+__all__ = ["acall", "call", "error_text", "rest", "session", "structured"]
 
 
 @asynccontextmanager
@@ -50,21 +51,3 @@ def structured(result: CallToolResult) -> dict[str, Any]:
 
 def error_text(result: CallToolResult) -> str:
     return " ".join(getattr(block, "text", "") for block in result.content)
-
-
-def rest(base_url: str, method: str, path: str, token: str, body: Any = None) -> tuple[int, Any]:
-    """A REST call with a bearer key; returns (status, decoded JSON or None)."""
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(
-        f"{base_url}{path}",
-        data=data,
-        method=method,
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            raw = response.read()
-            return response.status, json.loads(raw) if raw else None
-    except urllib.error.HTTPError as exc:
-        raw = exc.read()
-        return exc.code, json.loads(raw) if raw else None

@@ -16,7 +16,7 @@ import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,9 +35,6 @@ from tests.live import (
     free_port,
     runner_cli,
     scheduler,
-    server_env,
-    spawn,
-    wait_http,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -500,27 +497,9 @@ def test_a_second_signal_hands_the_running_case_back_for_another_attempt(
     assert run["status"] == "succeeded", run
 
 
-@contextmanager
-def daphne_on(tmp_path: Path, port: int) -> Iterator[None]:
-    proc = spawn(
-        [
-            sys.executable,
-            "-m",
-            "daphne",
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "everdict.asgi:application",
-        ],
-        tmp_path / f"daphne-{port}-{time.monotonic_ns()}.log",
-        server_env(EVERDICT_LEASE_TTL_S=LEASE_TTL_S),
-    )
-    try:
-        wait_http(f"http://127.0.0.1:{port}/healthz")
-        yield
-    finally:
-        proc.stop()
+def daphne_on(tmp_path: Path, port: int) -> AbstractContextManager[LiveServer]:
+    """The server on a port of the test's choosing, so a restart comes back on it."""
+    return daphne(tmp_path, port=port, EVERDICT_LEASE_TTL_S=LEASE_TTL_S)
 
 
 def test_the_runner_rides_out_a_server_restart(workspace: Any, alice: Any, tmp_path: Path) -> None:
