@@ -54,6 +54,13 @@ async def sending(sender: ResultSender) -> None:
             await asyncio.sleep(0)
 
 
+def queued_run(user: Any, cases: int) -> tuple[Any, Any]:
+    """A paired runner and a run of `cases` cases, every one of them queued for it."""
+    suite(user, cases=cases)
+    paired = runner_pair(owner=user, label="laptop", capabilities=["python"])
+    return paired, start(user, paired.runner, concurrency=cases)
+
+
 def settled_at(run_id: int) -> dict[str, Any]:
     jobs = RunnerJob.objects.filter(run_id=run_id)
     return {job.case_key: job.finished_at for job in jobs}
@@ -63,9 +70,7 @@ def settled_at(run_id: int) -> dict[str, Any]:
 def test_results_ready_while_a_submit_is_in_flight_go_together_in_the_next_call(
     daphne_server: Any, alice: Any, workspace: Any
 ) -> None:
-    suite(alice, cases=4)
-    paired = runner_pair(owner=alice, label="laptop", capabilities=["python"])
-    run = start(alice, paired.runner, concurrency=4)
+    paired, run = queued_run(alice, cases=4)
 
     async def scenario() -> tuple[list[Ack], str, int]:
         async with RunnerClient(daphne_server.url, paired.token) as client:
@@ -93,9 +98,7 @@ def test_results_ready_while_a_submit_is_in_flight_go_together_in_the_next_call(
 def test_each_result_of_a_shared_call_gets_its_own_ack(
     daphne_server: Any, alice: Any, workspace: Any
 ) -> None:
-    suite(alice, cases=3)
-    paired = runner_pair(owner=alice, label="laptop", capabilities=["python"])
-    run = start(alice, paired.runner, concurrency=3)
+    paired, run = queued_run(alice, cases=3)
 
     async def scenario() -> tuple[list[Ack], list[str]]:
         async with RunnerClient(daphne_server.url, paired.token) as client:
