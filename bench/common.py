@@ -267,8 +267,8 @@ def seed_member(username: str = "bench", slug: str = "bench") -> Member:
     """A member, their workspace and a personal API key (through the services)."""
     from django.contrib.auth import get_user_model
 
-    from everdict.services import api_key_create
-    from scorecards.workspaces import workspace_create
+    from accounts.services import api_key_create
+    from scorecards.services import workspace_create
 
     user = get_user_model().objects.create_user(username, password=None)
     workspace_create(user=user, slug=slug, name=slug.title())
@@ -279,7 +279,7 @@ def seed_suite(
     member: Member, *, name: str, cases: int, spec: dict[str, Any] | None = None
 ) -> None:
     """A harness and a dataset of `cases` cases, both named `name`."""
-    from scorecards.catalog import dataset_create, harness_create
+    from scorecards.services import dataset_create, harness_create
 
     harness_create(user=member.user, workspace_slug=member.slug, name=name, spec=spec or NO_OP_SPEC)
     dataset_create(

@@ -205,7 +205,7 @@ def seed_owner(username: str = "soak") -> tuple[Any, str]:
     """The member who owns every runner and run, and their API key."""
     from django.contrib.auth import get_user_model
 
-    from everdict.services import api_key_create
+    from accounts.services import api_key_create
 
     user = get_user_model().objects.create_user(username, password=None)
     return user, api_key_create(user=user, name="soak").key

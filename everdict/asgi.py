@@ -18,7 +18,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from mcpgateway.asgi import route_mcp  # noqa: E402
-from scorecards.routing import websocket_urlpatterns  # noqa: E402
+from scorecards.urls import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

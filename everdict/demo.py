@@ -92,9 +92,8 @@ def demo_user() -> Any:
 def demo_seed(user: Any) -> None:
     """Create the workspace, harness and dataset, or a new version when they changed."""
     from runnercli.protocol import HarnessSpec
-    from scorecards.catalog import dataset_create, harness_create
     from scorecards.models import Case, DatasetVersion, HarnessVersion, Workspace
-    from scorecards.workspaces import workspace_create
+    from scorecards.services import dataset_create, harness_create, workspace_create
 
     if not Workspace.objects.filter(slug=WORKSPACE).exists():
         workspace_create(user=user, slug=WORKSPACE, name="Demo")
@@ -280,9 +279,9 @@ def _wait_for_run(run_id: int, children: Children, timeout_s: float, say: Any) -
 def print_summary(run: Any, url: str, console: Any) -> None:
     from rich.table import Table
 
-    from scorecards.run_replies import run_reply
+    from scorecards.selectors import run_reply
 
-    reply = run_reply(run)
+    reply = run_reply(run).data()
     summary = reply["summary"]
     table = Table(title=f"Run #{run.pk}: {run.harness} on {run.dataset}", title_justify="left")
     for column in ("case", "verdict", "score", "time", "answer"):

@@ -54,7 +54,7 @@ INSTALLED_APPS = [
     # Swagger UI and Redoc assets served locally: the docs page works offline.
     "drf_spectacular_sidecar",
     "channels",
-    "everdict",
+    "accounts",
     "runners",
     "scorecards",
     "mcpgateway",
@@ -161,13 +161,13 @@ STATIC_ROOT = VAR_DIR / "static"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "everdict.authentication.BearerKeyAuthentication",
+        "accounts.authentication.BearerKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "everdict.schema.ErrorDeclaringAutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "accounts.schema.ErrorDeclaringAutoSchema",
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "everdict.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "accounts.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 SPECTACULAR_SETTINGS = {

@@ -19,8 +19,8 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ConfigDict, Field
 
-from everdict import tokens
-from everdict.services import api_key_authenticate
+from accounts import tokens
+from accounts.services import api_key_authenticate
 from runners import wakeup
 from runners.models import Runner
 from runners.services import runner_authenticate
@@ -104,6 +104,15 @@ class RunnerPrincipals:
         self._lock = threading.Lock()
         self._entries: dict[str, tuple[Principal, float]] = {}
         self._generation = 0
+        self._following = False
+
+    def follow_revocations(self) -> None:
+        """Forget a runner's principal whenever it is revoked, anywhere (once per process)."""
+        with self._lock:
+            if self._following:
+                return
+            self._following = True
+        wakeup.on_runner_revoked(self.forget)
 
     def get(self, key: str) -> Principal | None:
         with self._lock:
@@ -148,7 +157,6 @@ class RunnerPrincipals:
 
 
 runner_principals = RunnerPrincipals()
-wakeup.on_runner_revoked(runner_principals.forget)
 
 
 class EverdictTokenVerifier:
@@ -162,6 +170,7 @@ class EverdictTokenVerifier:
         if not token.startswith(tokens.RUNNER_TOKEN_PREFIX):
             return await resolve(token)
         wakeup.listener.ensure_started()
+        runner_principals.follow_revocations()
         key = tokens.digest(token)
         cached = runner_principals.get(key)
         if cached is not None:

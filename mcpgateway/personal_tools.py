@@ -1,7 +1,7 @@
 """Personal tools: what a member (or their agent) calls with an `evk_` API key.
 
-The same services and reply functions as the account page and the REST API, so an MCP
-reply equals the REST one item for item.
+The same services and reply models as the account page and the REST API, so an MCP reply
+equals the REST one item for item.
 """
 
 from __future__ import annotations
@@ -11,27 +11,29 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
-from everdict.models import ApiKey
+from accounts.models import ApiKey
+from accounts.replies import ApiKeyItem
 from mcpgateway.auth import current_principal
 from mcpgateway.calls import in_thread
-from mcpgateway.replies import ApiKeyList, PairedRunner, Revoked, RunnerList, RunReply
-from runnercli.protocol import Capability
+from mcpgateway.replies import ApiKeyList, Revoked, RunnerList
+from runnercli.protocol import MAX_CAPABILITIES, Capability
 from runners.models import Runner
-from runners.replies import api_key_items, paired_runner_reply, runner_items
+from runners.replies import PairedRunner, runner_items
 from runners.services import runner_pair, runner_revoke
-from scorecards.run_replies import run_reply
-from scorecards.services import MAX_CONCURRENCY, run_get, run_start
+from scorecards.replies import RunReply
+from scorecards.selectors import run_get, run_reply
+from scorecards.services import MAX_CONCURRENCY, run_start
 
 Label = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
 
 
 def _paired(owner: Any, label: str, os: str, capabilities: list[str]) -> PairedRunner:
     paired = runner_pair(owner=owner, label=label, os=os, capabilities=capabilities)
-    return PairedRunner.model_validate(paired_runner_reply(paired.runner, paired.token))
+    return PairedRunner.of(paired.runner, paired.token)
 
 
 def _runners(owner: Any) -> RunnerList:
-    return RunnerList.model_validate({"runners": runner_items(Runner.objects.owned_by(owner))})
+    return RunnerList(runners=runner_items(Runner.objects.owned_by(owner)))
 
 
 def _revoked(owner: Any, runner_id: int) -> Revoked:
@@ -40,23 +42,21 @@ def _revoked(owner: Any, runner_id: int) -> Revoked:
 
 
 def _api_keys(user: Any) -> ApiKeyList:
-    return ApiKeyList.model_validate(
-        {"keys": api_key_items(ApiKey.objects.owned_by(user).active())}
-    )
+    return ApiKeyList(keys=[ApiKeyItem.of(key) for key in ApiKey.objects.owned_by(user).active()])
 
 
 def _started(user: Any, **kwargs: Any) -> RunReply:
-    return RunReply.model_validate(run_reply(run_start(user=user, **kwargs)))
+    return run_reply(run_start(user=user, **kwargs))
 
 
 def _run(user: Any, run_id: int) -> RunReply:
-    return RunReply.model_validate(run_reply(run_get(user=user, run_id=run_id)))
+    return run_reply(run_get(user=user, run_id=run_id))
 
 
 async def pair_runner(
     label: Label,
     os: Annotated[str, Field(max_length=100)] = "",
-    capabilities: Annotated[Sequence[Capability], Field(max_length=64)] = (),
+    capabilities: Annotated[Sequence[Capability], Field(max_length=MAX_CAPABILITIES)] = (),
 ) -> PairedRunner:
     """Pair a new runner for yourself. The `token` in the reply is shown this once."""
     user = current_principal().require_user("pair_runner")

@@ -14,9 +14,9 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field
 
 from mcpgateway.auth import current_principal
-from mcpgateway.calls import cancel_once, in_thread
-from mcpgateway.services import protocol_outdated, runner_hello
+from mcpgateway.calls import in_thread
 from runnercli.protocol import (
+    MAX_CAPABILITIES,
     MAX_JOBS_PER_LEASE,
     MAX_LOG_LINE_BYTES,
     MAX_LOG_LINES_PER_CALL,
@@ -34,15 +34,9 @@ from runnercli.protocol import (
     LeaseReply,
     ResultReport,
 )
-from runners.models import Runner
 from runners.presence import runner_touch
-from runners.queue import (
-    LeasedJob,
-    job_heartbeat,
-    job_lease_wait,
-    job_release,
-    job_report_log,
-)
+from runners.queue import job_heartbeat, job_lease_wait, job_report_log
+from runners.services import protocol_outdated, runner_hello
 from scorecards.services import failure_report, result_submit, results_submit
 
 
@@ -58,7 +52,7 @@ Status = Annotated[
 ]
 Capabilities = Annotated[
     Sequence[Capability],
-    Field(max_length=64, description="What this runner has now (empty: unchanged)."),
+    Field(max_length=MAX_CAPABILITIES, description="What this runner has now (empty: unchanged)."),
 ]
 LogLine = Annotated[str, Field(max_length=MAX_LOG_LINE_BYTES), AfterValidator(_line_within_bounds)]
 LogLines = Annotated[list[LogLine], Field(max_length=MAX_LOG_LINES_PER_CALL)]
@@ -97,15 +91,12 @@ async def lease_job(
         # Presence only: an outdated runner never takes an attempt.
         await in_thread(runner_touch, runner=runner, status=status)
         return LeaseReply(update_required=True)
-    leased = await cancel_once(
-        job_lease_wait(
-            runner=runner,
-            capabilities=list(capabilities) or None,
-            status=status,
-            wait_ms=max(0, min(wait_ms, MAX_WAIT_MS)),
-            max_jobs=max_jobs or 1,
-        ),
-        undelivered=lambda grants: _release(runner, grants),
+    leased = await job_lease_wait(
+        runner=runner,
+        capabilities=list(capabilities) or None,
+        status=status,
+        wait_ms=max(0, min(wait_ms, MAX_WAIT_MS)),
+        max_jobs=max_jobs or 1,
     )
     batch = None
     if max_jobs is not None:
@@ -113,14 +104,6 @@ async def lease_job(
     if not leased:
         return LeaseReply(jobs=batch)
     return LeaseReply(job=leased[0].case_job, lease=leased[0].lease, jobs=batch)
-
-
-async def _release(runner: Runner, grants: list[LeasedJob]) -> None:
-    """Give back leases whose caller hung up before it could receive them."""
-    for grant in grants:
-        await in_thread(
-            job_release, runner=runner, job_id=grant.job.pk, lease_epoch=grant.job.lease_epoch
-        )
 
 
 async def heartbeat_job(job_id: int, lease_epoch: int, status: Status = "") -> HeartbeatAck:

@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from runners.models import JobAttempt, JobLogLine, Runner, RunnerJob
+from runners.models import JobAttempt, JobLogLine, Runner
 
 
 class _ReadOnlyInline(admin.TabularInline):
@@ -67,7 +67,8 @@ class JobAttemptInline(_ReadOnlyInline):
     fields = readonly_fields = ("epoch", "runner", "status", "started_at", "ended_at", "reason")
 
 
-@admin.register(RunnerJob)
+# Registered by scorecards.admin, with the operator actions (requeue, fail) whose results
+# only scorecards may record.
 class RunnerJobAdmin(admin.ModelAdmin):
     list_display = [
         "id",

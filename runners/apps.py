@@ -11,6 +11,10 @@ class RunnersConfig(AppConfig):
         from django.contrib.auth import get_user_model
         from django.db.models.signals import post_save
 
-        from runners.services import owner_saved
+        from runners.services import owner_deactivated
 
-        post_save.connect(owner_saved, sender=get_user_model(), dispatch_uid="runners.owner")
+        # The one signal: Django's own User can be deactivated in its admin, which calls no
+        # service of ours. Its runners' tokens must stop working at once on every replica.
+        post_save.connect(
+            owner_deactivated, sender=get_user_model(), dispatch_uid="runners.owner_deactivated"
+        )

@@ -18,7 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_
 from prometheus_client.core import REGISTRY, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from everdict.tokens import digest
+from accounts.tokens import digest
 
 LEASES = Counter("everdict_leases", "Jobs leased to runners.")
 LEASE_CALLS = Counter("everdict_lease_calls", "lease_job calls answered.", ["outcome"])

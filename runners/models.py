@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -69,6 +70,13 @@ class Runner(models.Model):
 
     def has_capabilities(self, required: list[str]) -> bool:
         return set(required) <= set(self.capabilities or [])
+
+    def update_capabilities(self, capabilities: Sequence[str]) -> None:
+        """Store the capabilities the runner reports now, when they changed."""
+        wanted = sorted(set(capabilities))
+        if wanted != list(self.capabilities or []):
+            Runner.objects.filter(pk=self.pk).update(capabilities=wanted)
+            self.capabilities = wanted
 
 
 class JobStatus(models.TextChoices):

@@ -1,17 +1,21 @@
-"""Runner pairing, authentication and revocation."""
+"""Runners: pairing, authentication, revocation, and a runner's `hello`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from everdict import tokens
-from everdict.errors import Invalid, NotFound
-from runnercli.protocol import CAPABILITY_RE
+from accounts import tokens
+from accounts.errors import Invalid, NotFound
+from runnercli.protocol import CAPABILITY_RE, MAX_CAPABILITIES, PROTOCOL_VERSION, Hello
+from runners import queue, wakeup
 from runners.models import Runner
+from runners.presence import runner_touch
 
 
 @dataclass(frozen=True)
@@ -26,7 +30,7 @@ def runner_pair(
     label: str,
     os: str = "",
     capabilities: list[str] | None = None,
-    workspace: Any = None,
+    workspace_slug: str | None = None,
 ) -> PairedRunner:
     """Pair a new runner for `owner`; the token is returned here and never again."""
     _check_pairing(label, os, capabilities or [])
@@ -38,7 +42,7 @@ def runner_pair(
         capabilities=sorted(set(capabilities or [])),
         token_hash=tokens.digest(token),
         token_prefix=tokens.display_prefix(token),
-        workspace=workspace,
+        workspace=_paired_from(owner, workspace_slug),
     )
     return PairedRunner(runner=runner, token=token)
 
@@ -51,10 +55,26 @@ def _check_pairing(label: str, os: str, capabilities: list[str]) -> None:
     if len(os) > 100 or "\x00" in os:
         errors["os"] = ["At most 100 characters, without NUL."]
     bad = [c for c in capabilities if not CAPABILITY_RE.match(c)]
-    if bad or len(capabilities) > 64:
-        errors["capabilities"] = [f"Invalid capabilities: {bad[:5]} (at most 64)."]
+    if bad or len(capabilities) > MAX_CAPABILITIES:
+        errors["capabilities"] = [f"Invalid capabilities: {bad[:5]} (at most {MAX_CAPABILITIES})."]
     if errors:
         raise Invalid(errors)
+
+
+def _paired_from(owner: Any, slug: str | None) -> Any:
+    """The workspace a runner is paired from (informative): one the owner belongs to.
+
+    The workspace model belongs to the layer above (scorecards): it is reached through the
+    runner's lazy relation and filtered by that model's own permission rule, `visible_to`.
+    """
+    if slug is None:
+        return None
+    workspaces: Any = Runner._meta.get_field("workspace").related_model
+    found = workspaces.objects.visible_to(owner).filter(slug=slug).first()
+    if found is None:
+        # The same answer whether it does not exist or is not yours.
+        raise Invalid({"workspace": ["No workspace with this slug that you belong to."]})
+    return found
 
 
 def runner_authenticate(token: str) -> Runner | None:
@@ -89,8 +109,6 @@ def runner_revoke(*, owner: Any, runner_id: int) -> Runner:
     The `self:any` jobs it held go back to the queue for the owner's other runners; jobs
     pinned to it are left for the scheduler to settle as "runner revoked".
     """
-    from runners import queue, wakeup  # the queue imports this module's models only
-
     runner = runner_get(owner=owner, runner_id=runner_id)
     if runner.revoked_at is None:
         Runner.objects.filter(pk=runner.pk, revoked_at__isnull=True).update(
@@ -102,11 +120,32 @@ def runner_revoke(*, owner: Any, runner_id: int) -> Runner:
     return runner
 
 
-def owner_saved(sender: Any, instance: Any, **kwargs: Any) -> None:
+def owner_deactivated(sender: Any, instance: Any, **kwargs: Any) -> None:
     """A deactivated user's runners stop authenticating at once, on every replica."""
     if instance.is_active or kwargs.get("raw"):
         return
-    from runners import wakeup
-
     for runner_id in Runner.objects.filter(owner=instance).values_list("pk", flat=True):
         wakeup.announce_revoked(runner_id)
+
+
+def protocol_outdated(protocol: int) -> bool:
+    return protocol < settings.EVERDICT_MIN_RUNNER_PROTOCOL
+
+
+def runner_hello(
+    *, runner: Runner, protocol: int, capabilities: Sequence[str], status: str = ""
+) -> Hello:
+    """Mark the runner present, keep what it reports, and tell it whether it must update.
+
+    An empty capability list means "not reported": it never wipes the stored set.
+    """
+    if capabilities:
+        runner.update_capabilities(capabilities)
+    runner_touch(runner=runner, status=status)
+    return Hello(
+        runner_id=runner.pk,
+        label=runner.label,
+        owner=runner.owner.get_username(),
+        server_protocol=PROTOCOL_VERSION,
+        update_required=protocol_outdated(protocol),
+    )

@@ -20,11 +20,10 @@ from django.shortcuts import redirect, render
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_POST
 
-from everdict.errors import NotFound
-from everdict.models import ApiKey
-from everdict.services import api_key_create, api_key_revoke
-from runnercli.protocol import CAPABILITY_RE
-from runners.api import MAX_CAPABILITIES
+from accounts.errors import NotFound
+from accounts.models import ApiKey
+from accounts.services import api_key_create, api_key_revoke
+from runnercli.protocol import CAPABILITY_RE, MAX_CAPABILITIES
 from runners.models import Runner
 from runners.presence import status_severity
 from runners.replies import runner_items
@@ -62,10 +61,14 @@ def _base_url(request: HttpRequest) -> str:
 
 def _render_account(request: HttpRequest, status: int = 200, **context: Any) -> HttpResponse:
     owned = list(Runner.objects.owned_by(request.user))
-    runners = runner_items(owned)
-    for item, runner in zip(runners, owned, strict=True):
-        item["severity"] = status_severity(item["status"]) if item["status"] else ""
-        item["last_seen"] = runner.last_seen_at
+    runners = [
+        item.data()
+        | {
+            "severity": status_severity(item.status) if item.status else "",
+            "last_seen": runner.last_seen_at,
+        }
+        for item, runner in zip(runner_items(owned), owned, strict=True)
+    ]
     context.setdefault("pair_form", RunnerPairForm())
     context.setdefault("key_form", ApiKeyCreateForm())
     context.update(

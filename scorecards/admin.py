@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from runners.admin import RunnerJobAdmin
+from runners.models import RunnerJob
 from scorecards.models import (
     Case,
     CaseResult,
@@ -132,4 +133,8 @@ def fail_jobs(modeladmin: Any, request: HttpRequest, queryset: Any) -> None:
     modeladmin.message_user(request, f"Failed {done} job(s); closed ones were left alone.")
 
 
-setattr(RunnerJobAdmin, "actions", [requeue_jobs, fail_jobs])  # noqa: B010
+@admin.register(RunnerJob)
+class OperatorJobAdmin(RunnerJobAdmin):
+    """The queue's job admin, with the operator actions that record a result."""
+
+    actions = [requeue_jobs, fail_jobs]

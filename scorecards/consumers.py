@@ -17,10 +17,9 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from everdict.errors import NotFound
+from accounts.errors import NotFound
 from runners.queue import run_job_counts
-from scorecards.run_replies import run_reply
-from scorecards.services import run_get, run_logs
+from scorecards.selectors import run_get, run_logs, run_reply
 
 POLL_S = 0.5
 # After a run ends, late log lines may still arrive for a moment; then the socket closes.
@@ -36,7 +35,7 @@ log = logging.getLogger(__name__)
 
 def live_reply(run: Any) -> dict[str, Any]:
     """The REST run reply with outputs cut to a preview, as the page shows them."""
-    reply = run_reply(run)
+    reply = run_reply(run).data()
     for result in reply["results"]:
         result["output"] = result["output"][:OUTPUT_PREVIEW_CHARS]
     return reply
@@ -100,7 +99,9 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
 
     def changes(self) -> tuple[list[dict[str, Any]], dict[str, Any] | None, bool]:
         """What changed since the last pass: new log lines, and the run if it moved."""
-        lines = run_logs(user=self.user, run_id=self.run_id, after=self.after)
+        lines = [
+            line.data() for line in run_logs(user=self.user, run_id=self.run_id, after=self.after)
+        ]
         if lines:
             self.after = lines[-1]["seq"]
         run = run_get(user=self.user, run_id=self.run_id)

@@ -63,6 +63,11 @@ class Membership(models.Model):
     def allows(self, role: str) -> bool:
         return ROLE_RANK[Role(self.role)] >= ROLE_RANK[Role(role)]
 
+    def may_cancel(self, run: Run) -> bool:
+        """A member may cancel the runs they started; an admin, any run of the workspace."""
+        own = run.submitted_by_id == self.user_id and self.allows(Role.MEMBER)
+        return own or self.allows(Role.ADMIN)
+
 
 class HarnessVersion(models.Model):
     """An immutable version of a harness: how to run one case."""

@@ -1,60 +1,190 @@
-"""Reply shapes for scorecards, shared by the REST API, pages and MCP tools."""
+"""Reply shapes of the scorecards app, shared by the REST API, the pages and MCP.
+
+Shapes only, and their construction from one row; the selectors assemble the larger ones
+(a run with its summary, events and results).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from scorecards.models import DatasetVersion, HarnessVersion, Workspace
+from pydantic import Field, RootModel
+
+from accounts.replies import Reply, Timestamp
+from scorecards.models import DatasetVersion, HarnessVersion, Membership, Workspace
 
 if TYPE_CHECKING:
-    from scorecards.catalog import DatasetEntry, HarnessEntry
+    from scorecards.selectors import DatasetEntry, HarnessEntry
 
 
 def _money(value: Decimal | None) -> float | None:
     return None if value is None else float(value)
 
 
-def workspace_reply(workspace: Workspace, role: str) -> dict[str, Any]:
-    """`{slug, name, run_quota, budget_usd, budget_tokens, spent_usd, spent_tokens, role}`."""
-    return {
-        "slug": workspace.slug,
-        "name": workspace.name,
-        "run_quota": workspace.run_quota,
-        "budget_usd": _money(workspace.budget_usd),
-        "budget_tokens": workspace.budget_tokens,
-        "spent_usd": _money(workspace.spent_usd),
-        "spent_tokens": workspace.spent_tokens,
-        "role": role,
-    }
+class WorkspaceReply(Reply):
+    slug: str
+    name: str
+    run_quota: int | None = Field(description="Runs per calendar month; null means unlimited.")
+    budget_usd: float | None
+    budget_tokens: int | None
+    spent_usd: float
+    spent_tokens: int
+    role: str = Field(description="The caller's role: owner, admin, member or viewer.")
+
+    @classmethod
+    def of(cls, workspace: Workspace, role: str) -> WorkspaceReply:
+        return cls(
+            slug=workspace.slug,
+            name=workspace.name,
+            run_quota=workspace.run_quota,
+            budget_usd=_money(workspace.budget_usd),
+            budget_tokens=workspace.budget_tokens,
+            spent_usd=float(workspace.spent_usd),
+            spent_tokens=workspace.spent_tokens,
+            role=role,
+        )
 
 
-def harness_reply(harness: HarnessVersion) -> dict[str, Any]:
-    """`{name, version, spec, created_at}`."""
-    return {
-        "name": harness.name,
-        "version": harness.version,
-        "spec": harness.spec,
-        "created_at": harness.created_at.isoformat(),
-    }
+class WorkspaceReplies(RootModel[list[WorkspaceReply]]):
+    """The REST list of the caller's workspaces."""
 
 
-def dataset_reply(dataset: DatasetVersion) -> dict[str, Any]:
-    """`{name, version, cases, created_at}`; `cases` is the number of cases."""
-    return {
-        "name": dataset.name,
-        "version": dataset.version,
-        "cases": dataset.case_count,
-        "created_at": dataset.created_at.isoformat(),
-    }
+class MemberReply(Reply):
+    workspace: str
+    username: str
+    role: str
+
+    @classmethod
+    def of(cls, membership: Membership) -> MemberReply:
+        return cls(
+            workspace=membership.workspace.slug,
+            username=membership.user.get_username(),
+            role=membership.role,
+        )
 
 
-def harness_items(entries: Iterable[HarnessEntry]) -> list[dict[str, Any]]:
-    """Each harness at its latest version, with `versions`: how many it has."""
-    return [harness_reply(e.latest) | {"versions": e.versions} for e in entries]
+class HarnessReply(Reply):
+    name: str
+    version: int
+    spec: dict[str, Any]
+    created_at: Timestamp
+
+    @classmethod
+    def of(cls, harness: HarnessVersion) -> HarnessReply:
+        return cls(
+            name=harness.name,
+            version=harness.version,
+            spec=harness.spec,
+            created_at=harness.created_at,
+        )
 
 
-def dataset_items(entries: Iterable[DatasetEntry]) -> list[dict[str, Any]]:
-    """Each dataset at its latest version, with `versions`: how many it has."""
-    return [dataset_reply(e.latest) | {"versions": e.versions} for e in entries]
+class HarnessItem(HarnessReply):
+    """A harness as listed: its latest version, and how many versions it has."""
+
+    versions: int
+
+    @classmethod
+    def of_entry(cls, entry: HarnessEntry) -> HarnessItem:
+        return cls(**HarnessReply.of(entry.latest).model_dump(), versions=entry.versions)
+
+
+class HarnessItems(RootModel[list[HarnessItem]]):
+    """The REST list of a workspace's harnesses."""
+
+
+class DatasetReply(Reply):
+    name: str
+    version: int
+    cases: int = Field(description="The number of cases.")
+    created_at: Timestamp
+
+    @classmethod
+    def of(cls, dataset: DatasetVersion) -> DatasetReply:
+        return cls(
+            name=dataset.name,
+            version=dataset.version,
+            cases=dataset.case_count,
+            created_at=dataset.created_at,
+        )
+
+
+class DatasetItem(DatasetReply):
+    """A dataset as listed: its latest version, and how many versions it has."""
+
+    versions: int
+
+    @classmethod
+    def of_entry(cls, entry: DatasetEntry) -> DatasetItem:
+        return cls(**DatasetReply.of(entry.latest).model_dump(), versions=entry.versions)
+
+
+class DatasetItems(RootModel[list[DatasetItem]]):
+    """The REST list of a workspace's datasets."""
+
+
+class VersionRef(Reply):
+    name: str
+    version: int
+
+
+class RunSummary(Reply):
+    total: int
+    pending: int
+    running: int
+    pass_: int = Field(alias="pass")
+    fail: int
+    error: int
+    canceled: int
+    pass_rate: float | None
+    mean_score: float | None
+    cost_usd: float = Field(description="Reported cost: provenance, not billed.")
+
+
+class RunEventItem(Reply):
+    at: Timestamp
+    level: str
+    message: str
+
+
+class RunResultItem(Reply):
+    case: str
+    verdict: str
+    score: float
+    status: str
+    output: str
+    error: str
+    duration_ms: int
+    usage: dict[str, Any] | None
+    provenance: dict[str, Any]
+    runner: int | None
+
+
+class RunReply(Reply):
+    """A scorecard run: its summary, events and settled results."""
+
+    id: int
+    workspace: str
+    harness: VersionRef
+    dataset: VersionRef
+    status: str
+    runtime: str
+    concurrency: int
+    submitted_by: str
+    created_at: Timestamp
+    finished_at: Timestamp | None
+    summary: RunSummary
+    events: list[RunEventItem]
+    results: list[RunResultItem]
+
+
+class LogLine(Reply):
+    seq: int
+    at: Timestamp
+    case: str
+    line: str
+
+
+class LogLines(RootModel[list[LogLine]]):
+    """A run's log lines, in order."""

@@ -36,7 +36,7 @@ def charlie(db: Any) -> Any:
 def workspace(alice: Any, bob: Any) -> Any:
     """Workspace `acme`: alice owns it, bob is a member, charlie is outside."""
     from scorecards.models import Membership, Role
-    from scorecards.workspaces import workspace_create
+    from scorecards.services import workspace_create
 
     ws = workspace_create(user=alice, slug="acme", name="Acme")
     Membership.objects.create(workspace=ws, user=bob, role=Role.MEMBER)

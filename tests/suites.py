@@ -6,8 +6,7 @@ from typing import Any
 
 from runnercli.protocol import CaseResult, RunnerInfo
 from runners.services import runner_pair
-from scorecards.catalog import dataset_create, harness_create
-from scorecards.services import run_start
+from scorecards.services import dataset_create, harness_create, run_start
 
 ECHO_SPEC: dict[str, Any] = {
     "command": ["python", "-c", "print('{input.text}')"],

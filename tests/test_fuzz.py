@@ -27,7 +27,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from everdict.services import api_key_create
+from accounts.services import api_key_create
 from runners.models import AttemptStatus, JobAttempt, JobLogLine, JobStatus, RunnerJob
 from runners.queue import job_lease
 from runners.services import runner_pair
@@ -150,7 +150,7 @@ def test_the_fuzzed_schema_is_the_one_the_server_serves(server: LiveServer) -> N
 
 def known_path_values(world: dict[str, Any]) -> dict[str, Any]:
     """Path parameters that name real rows, so generated bodies reach past the 404s."""
-    from everdict.models import ApiKey
+    from accounts.models import ApiKey
     from runners.models import Runner
 
     spare_key = api_key_create(user=ApiKey.objects.get(name="fuzz").user, name="spare")
@@ -181,7 +181,7 @@ def test_the_api_answers_generated_input_without_a_server_error(
 ) -> None:
     """Every operation of the schema, fed generated valid and invalid input: no 5xx, and
     every reply, errors included, is declared with its status, content type and shape."""
-    from everdict.models import ApiKey
+    from accounts.models import ApiKey
 
     own_key = ApiKey.objects.get(name="fuzz").pk
     known = known_path_values(world)

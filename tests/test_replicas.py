@@ -23,7 +23,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from everdict.services import api_key_create
+from accounts.services import api_key_create
 from runnercli.client import RunnerClient
 from runnercli.protocol import CaseResult
 from runners.services import runner_pair

@@ -18,7 +18,7 @@ import pytest
 
 from everdict.demo import CASES, harness_spec
 from runners.services import runner_pair
-from scorecards.catalog import dataset_create, harness_create
+from scorecards.services import dataset_create, harness_create
 from tests.live import ROOT, daphne, runner_cli, scheduler
 
 CHROMIUM = Path("/usr/bin/chromium")

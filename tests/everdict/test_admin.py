@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from everdict.services import api_key_create
+from accounts.services import api_key_create
 from runners.models import JobAttempt, JobBatch, JobLogLine, RunnerJob
 from runners.services import runner_pair
 from scorecards.models import Case, CaseResult, DatasetVersion, HarnessVersion, Run, RunEvent

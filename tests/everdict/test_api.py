@@ -7,8 +7,8 @@ import pytest
 from django.contrib.staticfiles import finders
 from django.test import Client
 
-from everdict.models import ApiKey
-from everdict.services import api_key_authenticate, api_key_create
+from accounts.models import ApiKey
+from accounts.services import api_key_authenticate, api_key_create
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from everdict.services import api_key_authenticate
+from accounts.services import api_key_authenticate
 from tests.live import ROOT, server_env
 
 

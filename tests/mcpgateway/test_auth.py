@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from everdict.services import api_key_create, api_key_revoke
+from accounts.services import api_key_create, api_key_revoke
 from runners.services import runner_revoke
 from tests.mcpgateway.mcp_client import call, error_text, structured
 from tests.suites import pair

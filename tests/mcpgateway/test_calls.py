@@ -6,7 +6,7 @@ import asyncio
 
 import anyio
 
-from mcpgateway.calls import cancel_once
+from runners.queue import cancel_once
 
 
 async def _record(into: list[list[str]], value: list[str]) -> None:

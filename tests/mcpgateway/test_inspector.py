@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from everdict.services import api_key_create
+from accounts.services import api_key_create
 from tests.live import ROOT
 from tests.suites import pair
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from everdict.services import api_key_create
+from accounts.services import api_key_create
 from runners.models import Runner
 from tests.mcpgateway.mcp_client import call, error_text, rest, structured
 from tests.suites import pair, suite

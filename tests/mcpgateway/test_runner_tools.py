@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from everdict.services import api_key_create
+from accounts.services import api_key_create
 from runners.models import JobAttempt, JobLogLine, JobStatus, RunnerJob
 from scorecards.models import CaseResult as CaseResultRow
 from tests.mcpgateway.conftest import SLOW_RECHECK_S

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from everdict.services import api_key_create
+from accounts.services import api_key_create
 from runners.models import JobStatus, RunnerJob
 from tests.live import LiveServer
 from tests.mcpgateway.conftest import live_server_fixtures

@@ -24,10 +24,10 @@ from typing import Any
 import psutil
 import pytest
 
-from everdict.services import api_key_create
+from accounts.services import api_key_create
 from runners.models import JobAttempt, RunnerJob
-from scorecards.catalog import dataset_create, harness_create
 from scorecards.models import CaseResult
+from scorecards.services import dataset_create, harness_create
 from tests.live import (
     LiveServer,
     Proc,

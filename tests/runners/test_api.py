@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from everdict.services import api_key_create, api_key_revoke
+from accounts.services import api_key_create, api_key_revoke
 from runners.models import Runner
 from runners.services import runner_authenticate, runner_pair
 

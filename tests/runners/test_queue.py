@@ -280,7 +280,7 @@ def test_claims_respect_required_capabilities(alice: Any, workspace: Any) -> Non
 
 
 def test_a_job_of_each_workspace_reaches_alices_one_runner(alice: Any, laptop: Any) -> None:
-    from scorecards.workspaces import workspace_create
+    from scorecards.services import workspace_create
 
     workspace_create(user=alice, slug="beta", name="Beta")
     suite(alice, "beta", cases=1)

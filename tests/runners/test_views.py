@@ -6,8 +6,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from everdict.models import ApiKey
-from everdict.services import api_key_authenticate, api_key_create
+from accounts.models import ApiKey
+from accounts.services import api_key_authenticate, api_key_create
 from runners.models import Runner
 from runners.presence import runner_touch
 from runners.services import runner_authenticate, runner_pair

@@ -7,19 +7,16 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from everdict.errors import Invalid, NotFound, PermissionDenied
-from scorecards.catalog import (
-    MAX_CASES,
+from accounts.errors import Invalid, NotFound, PermissionDenied
+from scorecards.models import Case, DatasetVersion, HarnessVersion, Membership, Role
+from scorecards.selectors import dataset_get, dataset_list, harness_get, harness_list
+from scorecards.services import (
     dataset_create,
-    dataset_get,
-    dataset_list,
     dataset_parse_jsonl,
     harness_create,
-    harness_get,
-    harness_list,
+    workspace_create,
 )
-from scorecards.models import Case, DatasetVersion, HarnessVersion, Membership, Role
-from scorecards.workspaces import workspace_create
+from scorecards.services.catalog import MAX_CASES
 
 SPEC = {
     "command": ["python", "solve.py", "{input.prompt}"],

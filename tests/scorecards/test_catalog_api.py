@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from everdict.services import api_key_create
+from accounts.services import api_key_create
 from scorecards.models import Case, DatasetVersion, HarnessVersion, Membership, Role
 
 HARNESSES = "/api/workspaces/acme/harnesses"

@@ -8,13 +8,12 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from everdict.errors import Invalid, NotFound, QuotaExceeded
-from everdict.services import api_key_create
+from accounts.errors import Invalid, NotFound, QuotaExceeded
+from accounts.services import api_key_create
 from runners import queue
 from runners.models import RunnerJob
 from scorecards.models import Membership, Role, Run, RunStatus, Workspace
-from scorecards.services import result_submit
-from scorecards.workspaces import workspace_update
+from scorecards.services import result_submit, workspace_update
 from tests.suites import completed, pair, start, suite
 
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from everdict.services import api_key_create
+from accounts.services import api_key_create
 from scorecards.models import Membership, Role, Workspace
 
 pytestmark = pytest.mark.django_db
@@ -218,7 +218,7 @@ def test_adding_a_member_refuses_bad_input(
 
 
 def test_it_lists_my_workspaces_with_my_role(as_bob: Api, alice: Any, workspace: Any) -> None:
-    from scorecards.workspaces import workspace_create
+    from scorecards.services import workspace_create
 
     workspace_create(user=alice, slug="private", name="Private")
 

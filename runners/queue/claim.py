@@ -1,0 +1,285 @@
+"""The claim: lease the oldest claimable jobs to a runner, each with a new attempt, at once.
+
+Two implementations of one rule: plain SQL on PostgreSQL (every lease's path, where the
+ORM's compilation cost more than the database's work), and the ORM under SQLite's single
+writer, which has no JSON containment for the capability filter.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Exists, F, OuterRef, Q, Subquery
+from django.utils import timezone
+
+from runnercli.protocol import MAX_JOBS_PER_LEASE, CaseJob, Lease
+from runners import metrics
+from runners.models import AttemptStatus, JobAttempt, JobBatch, JobStatus, Runner, RunnerJob
+from runners.presence import runner_touch
+from runners.queue.rows import lease_ttl
+
+# SQLite has no JSON containment: claims filter a batch of candidates in Python.
+_SQLITE_CANDIDATE_BATCH = 200
+
+
+@dataclass(frozen=True)
+class LeasedJob:
+    job: RunnerJob
+    attempt: JobAttempt
+
+    @property
+    def case_job(self) -> CaseJob:
+        return CaseJob(
+            job_id=self.job.pk,
+            attempt_id=self.attempt.pk,
+            lease_epoch=self.job.lease_epoch,
+            **self.job.batch.payload,
+            **self.job.payload,
+        )
+
+    @property
+    def lease(self) -> Lease:
+        ttl_ms = settings.EVERDICT_LEASE_TTL_S * 1000
+        return Lease(
+            job_id=self.job.pk,
+            lease_epoch=self.job.lease_epoch,
+            lease_ttl_ms=ttl_ms,
+            heartbeat_ms=max(ttl_ms // 3, 100),
+        )
+
+
+def job_lease(
+    *,
+    runner: Runner,
+    capabilities: Sequence[str] | None = None,
+    status: str = "",
+    max_jobs: int = 1,
+) -> list[LeasedJob]:
+    """Claim up to `max_jobs` of the oldest claimable jobs for this runner, in one transaction.
+
+    Each claim bumps the job's epoch, supersedes the attempt the job names if it is still
+    executing, inserts the new executing attempt and points the job at it. All or nothing:
+    a claim whose ledger write fails rolls back and leaves the job claimable.
+    """
+    if capabilities is not None:
+        runner.update_capabilities(capabilities)
+    runner_touch(runner=runner, status=status)
+    limit = max(1, min(max_jobs, MAX_JOBS_PER_LEASE))
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            granted = _claim_postgres(runner, limit)
+        else:
+            jobs = _claimable(runner, limit)
+            granted = _grant(runner, jobs) if jobs else []
+        metrics.CLAIMS.labels(found="yes" if granted else "no").inc()
+        return granted
+
+
+def _claimable_filter(runner: Runner) -> Q:
+    # A runner revoked while its long-poll was parked holds a stale row: the claim checks
+    # in the same statement (evaluated once, as an init plan) that it is still active.
+    still_active = Exists(Runner.objects.filter(pk=runner.pk, revoked_at__isnull=True))
+    return (
+        Q(status=JobStatus.QUEUED, owner_id=runner.owner_id)
+        & (Q(runner_id=runner.pk) | Q(runner__isnull=True))
+        & Q(still_active)
+    )
+
+
+def _claimable(runner: Runner, limit: int) -> list[RunnerJob]:
+    """The claim's candidates on SQLite, whose IMMEDIATE transaction already holds the single
+    write lock; it has no JSON containment, so capabilities are filtered here in batches."""
+    base = (
+        RunnerJob.objects.filter(_claimable_filter(runner))
+        .select_related("batch")
+        .order_by("created_at", "id")
+    )
+    have = set(runner.capabilities or [])
+    found: list[RunnerJob] = []
+    offset = 0
+    while len(found) < limit:
+        batch = list(base[offset : offset + _SQLITE_CANDIDATE_BATCH])
+        found.extend(j for j in batch if set(j.required_capabilities or []) <= have)
+        if len(batch) < _SQLITE_CANDIDATE_BATCH:
+            break
+        offset += _SQLITE_CANDIDATE_BATCH
+    return found[:limit]
+
+
+def _claim_select(runner: Runner, limit: int) -> tuple[str, list[Any]]:
+    """The claim's SELECT on PostgreSQL: the partial index on (owner, created_at, id) WHERE
+    status='queued' serves it; SKIP LOCKED lets concurrent claimers pass each other; a
+    runner revoked while its poll was parked holds a stale row, so the runner's being
+    active is checked in the same statement."""
+    columns = ", ".join(f"j.{column}" for column in _JOB_COLUMNS)
+    sql = (
+        f"SELECT {columns}, b.payload FROM {RunnerJob._meta.db_table} j"
+        f" JOIN {JobBatch._meta.db_table} b ON b.id = j.batch_id"
+        " WHERE j.owner_id = %s AND j.status = %s"
+        " AND (j.runner_id = %s OR j.runner_id IS NULL)"
+        " AND j.required_capabilities <@ %s::jsonb"
+        f" AND EXISTS (SELECT 1 FROM {Runner._meta.db_table} r"
+        " WHERE r.id = %s AND r.revoked_at IS NULL)"
+        " ORDER BY j.created_at, j.id LIMIT %s"
+        " FOR UPDATE OF j SKIP LOCKED"
+    )
+    params = [
+        runner.owner_id,
+        JobStatus.QUEUED,
+        runner.pk,
+        json.dumps(sorted(runner.capabilities or [])),
+        runner.pk,
+        limit,
+    ]
+    return sql, params
+
+
+def _claim_postgres(runner: Runner, limit: int) -> list[LeasedJob]:
+    """The claim on PostgreSQL in two statements of plain SQL (three when a predecessor
+    attempt is still executing).
+
+    The same claim as `_claimable` + `_grant`: the oldest claimable jobs, skipping locked
+    ones, over the partial claim index; the runner still active; each job's epoch bumped
+    and pointed at a new executing attempt.
+    """
+    job_table = RunnerJob._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(*_claim_select(runner, limit))
+        jobs = [_job_from_row(row) for row in cursor.fetchall()]
+        if not jobs:
+            return []
+        now = timezone.now()
+        until = now + lease_ttl()
+        _supersede_predecessors(jobs, now)
+        cursor.execute(
+            f"WITH opened AS ("
+            f"  INSERT INTO {JobAttempt._meta.db_table}"
+            "   (job_id, epoch, runner_id, status, started_at, ended_at, reason, result_digest)"
+            f"  SELECT id, lease_epoch + 1, %s, %s, %s, NULL, '', '' FROM {job_table}"
+            "   WHERE id = ANY(%s) RETURNING id, job_id)"
+            f" UPDATE {job_table} j SET status = %s, leased_by_id = %s, leased_until = %s,"
+            " lease_epoch = j.lease_epoch + 1, attempts = j.attempts + 1,"
+            " current_attempt_id = opened.id"
+            " FROM opened WHERE j.id = opened.job_id AND j.status = %s"
+            " RETURNING j.id, opened.id",
+            [
+                runner.pk,
+                AttemptStatus.EXECUTING,
+                now,
+                [job.pk for job in jobs],
+                JobStatus.LEASED,
+                runner.pk,
+                until,
+                JobStatus.QUEUED,
+            ],
+        )
+        opened = dict(cursor.fetchall())
+    if len(opened) != len(jobs):
+        raise RuntimeError("claimed jobs changed under their lock")
+    granted = []
+    for job in jobs:
+        _count_lease(job, now)
+        job.lease_epoch += 1
+        job.attempts += 1
+        job.status = JobStatus.LEASED
+        job.leased_by = runner
+        job.leased_until = until
+        attempt = JobAttempt(
+            pk=opened[job.pk],
+            job=job,
+            epoch=job.lease_epoch,
+            runner=runner,
+            status=AttemptStatus.EXECUTING,
+            started_at=now,
+        )
+        attempt._state.adding = False
+        job.current_attempt = attempt
+        granted.append(LeasedJob(job=job, attempt=attempt))
+    metrics.LEASES.inc(len(granted))
+    return granted
+
+
+_JOB_COLUMNS = [field.column for field in RunnerJob._meta.concrete_fields]
+_JOB_FIELDS = [field.attname for field in RunnerJob._meta.concrete_fields]
+_JSON_FIELDS = {
+    field.attname
+    for field in RunnerJob._meta.concrete_fields
+    if field.get_internal_type() == "JSONField"
+}
+
+
+def _job_from_row(row: Sequence[Any]) -> RunnerJob:
+    """A job (with its batch) from a claim row: the job's columns, then the batch payload."""
+    values = dict(zip(_JOB_FIELDS, row[:-1], strict=True))
+    for name in _JSON_FIELDS:
+        if isinstance(values[name], str):
+            values[name] = json.loads(values[name])
+    job = RunnerJob.from_db(connection.alias, _JOB_FIELDS, [values[f] for f in _JOB_FIELDS])
+    payload = row[-1]
+    batch = JobBatch(
+        pk=job.batch_id, payload=json.loads(payload) if isinstance(payload, str) else payload
+    )
+    batch._state.adding = False
+    job.batch = batch
+    return job
+
+
+def _supersede_predecessors(jobs: list[RunnerJob], now: datetime) -> None:
+    """End the attempts the claimed jobs still name as executing (their holder was revoked)."""
+    predecessors = [j.current_attempt_id for j in jobs if j.current_attempt_id]
+    if predecessors:
+        JobAttempt.objects.filter(pk__in=predecessors, status=AttemptStatus.EXECUTING).update(
+            status=AttemptStatus.SUPERSEDED, ended_at=now, reason="superseded by a new lease"
+        )
+
+
+def _count_lease(job: RunnerJob, now: datetime) -> None:
+    if job.queued_at is not None:
+        metrics.QUEUE_WAIT.observe(max(0.0, (now - job.queued_at).total_seconds()))
+
+
+def _grant(runner: Runner, jobs: list[RunnerJob]) -> list[LeasedJob]:
+    now = timezone.now()
+    _supersede_predecessors(jobs, now)
+    for job in jobs:
+        job.lease_epoch += 1
+        job.attempts += 1
+        _count_lease(job, now)
+    metrics.LEASES.inc(len(jobs))
+    attempts = JobAttempt.objects.bulk_create(
+        [JobAttempt(job=j, epoch=j.lease_epoch, runner=runner, started_at=now) for j in jobs]
+    )
+    until = now + lease_ttl()
+    # One statement for every claimed job, each pointed at the attempt just opened for its
+    # next epoch; conditional on the state we read: under SQLite's single writer, the claim.
+    opened = JobAttempt.objects.filter(job_id=OuterRef("pk"), epoch=OuterRef("lease_epoch") + 1)
+    claimed = RunnerJob.objects.filter(pk__in=[j.pk for j in jobs], status=JobStatus.QUEUED).update(
+        status=JobStatus.LEASED,
+        leased_by=runner,
+        leased_until=until,
+        lease_epoch=F("lease_epoch") + 1,
+        attempts=F("attempts") + 1,
+        current_attempt=Subquery(opened.values("pk")[:1]),
+    )
+    if claimed != len(jobs):
+        raise RuntimeError("claimed jobs changed under their lock")
+    for job, attempt in zip(jobs, attempts, strict=True):
+        job.status = JobStatus.LEASED
+        job.leased_by = runner
+        job.leased_until = until
+        job.current_attempt = attempt
+    return [LeasedJob(job=j, attempt=a) for j, a in zip(jobs, attempts, strict=True)]
+
+
+def claim_plan(*, runner: Runner) -> list[Any]:
+    """Return PostgreSQL's plan for the claim's SELECT (for tests and benchmarks)."""
+    sql, params = _claim_select(runner, 1)
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN {sql}", params)
+        return ["\n".join(row[0] for row in cursor.fetchall())]

@@ -1,0 +1,239 @@
+"""The catalog: new immutable harness and dataset versions of a workspace.
+
+Every create makes a new version; nothing here ever changes a stored version, so a run
+pinned to `name v3` runs exactly what v3 was when it was created.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Max, QuerySet
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+
+from accounts.errors import Invalid
+from runnercli.protocol import HarnessSpec
+from scorecards.models import Case, DatasetVersion, HarnessVersion, Role, Workspace
+from scorecards.selectors import require_role
+
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+MAX_CASES = 100_000
+_BULK_BATCH = 1000
+# Enough reasons to fix a file in one pass, few enough to keep a reply readable.
+_MAX_MESSAGES = 20
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
+def _check_storable(value: Any) -> None:
+    """Refuse what Python's JSON accepts and PostgreSQL's jsonb does not."""
+    try:
+        json.dumps(value, allow_nan=False)
+        has_nul = _has_nul(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValueError("must be plain JSON (no NaN or Infinity), nested reasonably") from exc
+    if has_nul:
+        raise ValueError("must not contain NUL characters")
+
+
+class CaseIn(BaseModel):
+    """One case as a client sends it; the answer (`expected`) stays on the server."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str = Field(min_length=1, max_length=200)
+    input: Any = Field(default_factory=dict)
+    expected: Any = None
+
+    @field_validator("key")
+    @classmethod
+    def _storable_key(cls, key: str) -> str:
+        if "\x00" in key:
+            raise ValueError("must not contain NUL characters")
+        return key
+
+    @field_validator("input", "expected")
+    @classmethod
+    def _strict_json(cls, value: Any) -> Any:
+        _check_storable(value)
+        return value
+
+    @field_validator("input")
+    @classmethod
+    def _no_input_is_empty(cls, value: Any) -> Any:
+        # The column holds JSON, not SQL NULL: a case without input has an empty one.
+        return {} if value is None else value
+
+
+_CASES = TypeAdapter(list[CaseIn])
+
+
+def _location(prefix: str, loc: tuple[int | str, ...]) -> str:
+    """`grader.type`, `command[0]`, `cases[3].key`."""
+    location = prefix
+    for part in loc:
+        if isinstance(part, int):
+            location += f"[{part}]"
+        else:
+            location += f".{part}" if location else str(part)
+    return location
+
+
+def _messages(exc: ValidationError, prefix: str = "") -> list[str]:
+    """Pydantic errors as `location: reason` lines a person can act on."""
+    lines = []
+    for error in exc.errors()[:_MAX_MESSAGES]:
+        location = _location(prefix, error["loc"])
+        reason = error["msg"].removeprefix("Value error, ")
+        lines.append(f"{location}: {reason}" if location else reason)
+    return lines
+
+
+def _check_name(name: Any) -> None:
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise Invalid(
+            {
+                "name": [
+                    "A name is 1-100 characters of letters, digits, '.', '_' or '-', "
+                    "starting with a letter or digit."
+                ]
+            }
+        )
+
+
+def _locked_workspace(workspace_id: int) -> Workspace:
+    # Serializes version numbering per workspace on PostgreSQL; SQLite writers are
+    # already serialized (transactions BEGIN IMMEDIATE).
+    return Workspace.objects.select_for_update().get(pk=workspace_id)
+
+
+def _next_version(versions: QuerySet[Any]) -> int:
+    return (versions.aggregate(top=Max("version"))["top"] or 0) + 1
+
+
+def _validated_spec(spec: Any) -> HarnessSpec:
+    if not isinstance(spec, dict):
+        raise Invalid({"spec": ["Must be a JSON object."]})
+    if isinstance(spec.get("command"), str):
+        # The one mistake worth naming: commands are never run through a shell.
+        raise Invalid(
+            {"spec": ['command: must be an argv list such as ["python", "run.py"], not a string']}
+        )
+    try:
+        validated = HarnessSpec.model_validate(spec)
+        _check_storable(validated.model_dump(mode="json"))
+    except ValidationError as exc:
+        raise Invalid({"spec": _messages(exc)}) from exc
+    except ValueError as exc:
+        raise Invalid({"spec": [str(exc)]}) from exc
+    return validated
+
+
+def harness_create(
+    *, user: Any, workspace_slug: str, name: str, spec: dict[str, Any]
+) -> HarnessVersion:
+    """Store a new immutable version of a harness (admin); the spec is validated first."""
+    membership = require_role(user=user, slug=workspace_slug, role=Role.ADMIN)
+    _check_name(name)
+    validated = _validated_spec(spec)
+    # Validation stays outside: the transaction holds SQLite's write lock.
+    with transaction.atomic():
+        workspace = _locked_workspace(membership.workspace_id)
+        version = _next_version(HarnessVersion.objects.filter(workspace=workspace, name=name))
+        return HarnessVersion.objects.create(
+            workspace=workspace,
+            name=name,
+            version=version,
+            spec=validated.model_dump(mode="json"),
+            created_by=user,
+        )
+
+
+def _validated_cases(cases: Any) -> list[CaseIn]:
+    if not isinstance(cases, list):
+        raise Invalid({"cases": ["Must be a list of cases."]})
+    if not cases:
+        raise Invalid({"cases": ["A dataset needs at least one case."]})
+    if len(cases) > MAX_CASES:
+        raise Invalid({"cases": [f"A dataset holds at most {MAX_CASES} cases, got {len(cases)}."]})
+    try:
+        parsed = _CASES.validate_python(cases)
+    except ValidationError as exc:
+        raise Invalid({"cases": _messages(exc, prefix="cases")}) from exc
+    duplicated = [key for key, seen in Counter(c.key for c in parsed).items() if seen > 1]
+    if duplicated:
+        shown = ", ".join(repr(k) for k in duplicated[:_MAX_MESSAGES])
+        more = (
+            f" and {len(duplicated) - _MAX_MESSAGES} more"
+            if len(duplicated) > _MAX_MESSAGES
+            else ""
+        )
+        raise Invalid({"cases": [f"Duplicate case keys: {shown}{more}."]})
+    return parsed
+
+
+def dataset_create(
+    *, user: Any, workspace_slug: str, name: str, cases: list[dict[str, Any]]
+) -> DatasetVersion:
+    """Store a new immutable version of a dataset (admin) with its cases, in order."""
+    membership = require_role(user=user, slug=workspace_slug, role=Role.ADMIN)
+    _check_name(name)
+    # Validating up to 100,000 cases stays outside: the transaction holds SQLite's write lock.
+    parsed = _validated_cases(cases)
+    with transaction.atomic():
+        workspace = _locked_workspace(membership.workspace_id)
+        dataset = DatasetVersion.objects.create(
+            workspace=workspace,
+            name=name,
+            version=_next_version(DatasetVersion.objects.filter(workspace=workspace, name=name)),
+            created_by=user,
+            case_count=len(parsed),
+        )
+        Case.objects.bulk_create(
+            (
+                Case(dataset=dataset, position=i, key=c.key, input=c.input, expected=c.expected)
+                for i, c in enumerate(parsed)
+            ),
+            batch_size=_BULK_BATCH,
+        )
+        return dataset
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def dataset_parse_jsonl(text: str) -> list[dict[str, Any]]:
+    """Parse JSONL: one case object per non-blank line; bad lines are named by number."""
+    cases: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line, parse_constant=_refuse_constant)
+        except (ValueError, RecursionError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            problems.append(f"line {number}: not valid JSON ({reason})")
+        else:
+            if isinstance(value, dict):
+                cases.append(value)
+            else:
+                problems.append(f"line {number}: must be a JSON object")
+        if len(problems) >= _MAX_MESSAGES:
+            break
+    if problems:
+        raise Invalid({"cases": problems})
+    return cases

@@ -1,0 +1,242 @@
+"""Settling cases: a runner's fenced result or failure, scored and recorded; the run admits
+its next jobs and completes.
+
+Only this package writes results and run state. Each service is one transaction around the
+queue's primitives; a run's row is locked before its jobs, everywhere, so two settlements of
+one run never deadlock and admission never overshoots concurrency.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import Subquery
+from django.utils import timezone
+
+from accounts.errors import Invalid
+from runnercli.protocol import (
+    MAX_RESULTS_BYTES_PER_CALL,
+    Ack,
+    CaseResult,
+    HarnessSpec,
+    ResultReport,
+)
+from runners import queue
+from runners.models import Runner, RunnerJob
+from scorecards import scoring
+from scorecards.models import Case, EventLevel, Run, RunStatus, Verdict
+from scorecards.models import CaseResult as CaseResultRow
+from scorecards.selectors import run_summary
+from scorecards.services.events import event
+
+
+def _result_digest(result: CaseResult) -> str:
+    return hashlib.sha256(result.model_dump_json().encode()).hexdigest()
+
+
+def locked_runs_of(job_ids: Sequence[int]) -> dict[int, Run]:
+    """Lock the runs these jobs belong to, in id order, before their jobs (the lock order
+    everywhere): one statement."""
+    of_jobs = RunnerJob.objects.filter(pk__in=job_ids).values("run_id")
+    runs = (
+        Run.objects.select_for_update(of=("self",))
+        .select_related("harness", "submitted_by")
+        .filter(pk__in=Subquery(of_jobs))
+        .order_by("pk")
+    )
+    return {run.pk: run for run in runs}
+
+
+def locked_run_of(job_id: int) -> Run | None:
+    return next(iter(locked_runs_of([job_id]).values()), None)
+
+
+def provenance_for(runner: Runner, run: Run) -> dict[str, str]:
+    return {
+        "ran_on": "self-hosted",
+        "runner": f"{runner.pk}/{runner.label}",
+        "by": run.submitted_by.get_username(),
+    }
+
+
+def _storable(text: str) -> str:
+    # PostgreSQL text cannot hold NUL; a harness printing binary must not lose its result.
+    return text.replace("\x00", "\ufffd")
+
+
+def result_submit(*, runner: Runner, job_id: int, lease_epoch: int, result: CaseResult) -> Ack:
+    """Accept one fenced result: settle the attempt, score it, record it, advance the run."""
+    report = ResultReport(job_id=job_id, lease_epoch=lease_epoch, result=result)
+    return results_submit(runner=runner, reports=[report])[0]
+
+
+def results_submit(*, runner: Runner, reports: Sequence[ResultReport]) -> list[Ack]:
+    """Accept fenced results in one transaction: settle, score and record each, then advance
+    each run once. One ack per report, in order; a refused one changes nothing of its own."""
+    if len({r.job_id for r in reports}) != len(reports):
+        raise Invalid({"results": ["Each job may appear once per call."]})
+    if sum(r.size for r in reports) > MAX_RESULTS_BYTES_PER_CALL:
+        raise Invalid(
+            {
+                "results": [
+                    f"Outputs and stderr tails over {MAX_RESULTS_BYTES_PER_CALL} bytes"
+                    " in one call: send fewer results per call."
+                ]
+            }
+        )
+    outcomes = [
+        queue.Outcome(
+            job_id=r.job_id,
+            lease_epoch=r.lease_epoch,
+            succeeded=r.result.status == "completed",
+            result_digest=_result_digest(r.result),
+            reason="" if r.result.status == "completed" else r.result.status,
+        )
+        for r in reports
+    ]
+    with transaction.atomic():
+        runs = locked_runs_of([r.job_id for r in reports])
+        settled = queue.jobs_settle(runner=runner, outcomes=outcomes)
+        accepted: dict[int, list[tuple[RunnerJob, CaseResult]]] = {}
+        for report, settlement in zip(reports, settled, strict=True):
+            job = settlement.job
+            if settlement.ended and job is not None and job.run_id in runs:
+                accepted.setdefault(job.run_id, []).append((job, report.result))
+        rows = [
+            row
+            for run_id, results in accepted.items()
+            for row in _result_rows(runs[run_id], runner, results)
+        ]
+        CaseResultRow.objects.bulk_create(rows)
+        for run_id in sorted(accepted):
+            run_advance(runs[run_id])
+    return [s.ack() for s in settled]
+
+
+def _result_rows(
+    run: Run, runner: Runner, results: list[tuple[RunnerJob, CaseResult]]
+) -> list[CaseResultRow]:
+    """Score a run's settled results against its cases' expectations."""
+    spec = HarnessSpec.model_validate(run.harness.spec)
+    cases = {
+        case.key: case
+        for case in Case.objects.filter(
+            dataset_id=run.dataset_id, key__in=[job.case_key for job, _ in results]
+        ).only("pk", "key", "expected")
+    }
+    provenance = provenance_for(runner, run)
+    rows = []
+    for job, result in results:
+        output, stderr_tail = _storable(result.output), _storable(result.stderr_tail)
+        case = cases[job.case_key]
+        grade = scoring.grade(
+            spec=spec,
+            status=result.status,
+            output=output,
+            exit_code=result.exit_code,
+            expected=case.expected,
+        )
+        rows.append(
+            CaseResultRow(
+                run=run,
+                case=case,
+                attempt_id=job.current_attempt_id,
+                runner=runner,
+                verdict=grade.verdict,
+                score=min(1.0, max(0.0, grade.score)),
+                status=result.status,
+                output=output,
+                error="" if grade.verdict != Verdict.ERROR else grade.detail,
+                exit_code=result.exit_code,
+                stderr_tail=stderr_tail,
+                duration_ms=result.duration_ms,
+                usage=scoring.extract_usage(output, spec.output, result.usage),
+                provenance=provenance,
+            )
+        )
+    return rows
+
+
+def failure_report(
+    *, runner: Runner, job_id: int, lease_epoch: int, message: str, retryable: bool = False
+) -> Ack:
+    """A runner could not run a case: requeue it, or record an `error` when it is done for."""
+    with transaction.atomic():
+        run = locked_run_of(job_id)
+        settled = queue.job_fail(
+            runner=runner,
+            job_id=job_id,
+            lease_epoch=lease_epoch,
+            message=message,
+            retryable=retryable,
+        )
+        if not settled.accepted or run is None or settled.job is None:
+            return settled.ack()
+        job = settled.job
+        if settled.requeued:
+            event(
+                run,
+                f"Case {job.case_key}: runner {runner.label} failed (retryable): {message}"
+                " — requeued.",
+                EventLevel.WARNING,
+            )
+        else:
+            record_error(run, job, message, runner=runner)
+            run_advance(run)
+    return Ack(accepted=True)
+
+
+def record_error(run: Run, job: RunnerJob, reason: str, *, runner: Runner | None) -> None:
+    case = Case.objects.get(dataset_id=run.dataset_id, key=job.case_key)
+    CaseResultRow.objects.get_or_create(
+        run=run,
+        case=case,
+        defaults={
+            "attempt_id": job.current_attempt_id,
+            "runner": runner,
+            "verdict": Verdict.ERROR,
+            "score": 0.0,
+            "status": "error",
+            "error": reason[:1000],
+            "provenance": provenance_for(runner, run) if runner else {},
+        },
+    )
+
+
+def run_advance(run: Run) -> None:
+    """Admit the run's next pending jobs up to its concurrency; complete it when done.
+
+    Called on every settled case, so it reads only the run's active jobs (at most its
+    concurrency, through the (run, status) index), never a count over the whole run.
+    """
+    now = timezone.now()
+    if run.status == RunStatus.QUEUED:
+        run.status = RunStatus.RUNNING
+        run.started_at = run.started_at or now
+        Run.objects.filter(pk=run.pk).update(status=run.status, started_at=run.started_at)
+    if run.is_terminal:
+        return
+    active = queue.run_active_count(run.pk)
+    if active < run.concurrency and queue.jobs_admit(
+        run_id=run.pk, owner_id=run.submitted_by_id, limit=run.concurrency - active
+    ):
+        return
+    if active == 0 and not queue.run_has_pending(run.pk):
+        run_complete(run, now)
+
+
+def run_complete(run: Run, now: datetime) -> None:
+    errors = run.results.filter(verdict=Verdict.ERROR).count()
+    run.status = RunStatus.FAILED if errors else RunStatus.SUCCEEDED
+    run.finished_at = now
+    Run.objects.filter(pk=run.pk).update(status=run.status, finished_at=now)
+    summary = run_summary(run)
+    event(
+        run,
+        f"Run {run.status}: {summary['pass']} pass, {summary['fail']} fail, "
+        f"{summary['error']} error.",
+        EventLevel.ERROR if errors else EventLevel.INFO,
+    )

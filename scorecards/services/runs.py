@@ -1,0 +1,192 @@
+"""Starting and canceling scorecard runs: the runtime resolved against the submitter's own
+runners, one job per case parked in the queue, the first `concurrency` admitted at once."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.errors import Invalid, NotFound, PermissionDenied, QuotaExceeded
+from runnercli.protocol import HarnessSpec
+from runners import queue
+from runners.models import Runner
+from scorecards.models import Case, EventLevel, Role, Run, RunStatus, Workspace
+from scorecards.selectors import dataset_get, harness_get, membership_for, require_role, run_get
+from scorecards.services.events import event
+from scorecards.services.results import run_complete
+
+RUNTIME_RE = re.compile(r"^self:(any|\d{1,18})$")
+MAX_CONCURRENCY = 256
+OFFLINE_HINT = "start it with `python -m runnercli run`"
+
+
+@dataclass(frozen=True)
+class Target:
+    runner: Runner | None  # None: any of the submitter's capable runners
+    candidates: list[Runner]
+
+
+def _parse_runtime(runtime: str) -> str:
+    match = RUNTIME_RE.match(runtime or "")
+    if match is None:
+        raise Invalid(
+            {"runtime": [f"Unknown runtime {runtime!r}: use `self:<runner_id>` or `self:any`."]}
+        )
+    return match.group(1)
+
+
+def runtime_resolve(*, user: Any, runtime: str, capabilities: list[str]) -> Target:
+    """Resolve a runtime against the submitter's own runners, never anyone else's.
+
+    Someone else's runner id is NotFound even for a workspace admin; no runner is
+    NotFound; none with the harness's capabilities is Invalid. Offline is not an error.
+    """
+    which = _parse_runtime(runtime)
+    mine = Runner.objects.owned_by(user).active()
+    if which == "any":
+        candidates = list(mine)
+        if not candidates:
+            raise NotFound("You have no runners: pair one on your account page first.")
+        capable = [r for r in candidates if r.has_capabilities(capabilities)]
+        if not capable:
+            raise Invalid(
+                {"runtime": [f"None of your runners has the capabilities {capabilities}."]}
+            )
+        return Target(runner=None, candidates=capable)
+    runner = mine.filter(pk=int(which)).first()
+    if runner is None:
+        raise NotFound(f"Runner {which} not found among your runners.")
+    missing = sorted(set(capabilities) - set(runner.capabilities or []))
+    if missing:
+        raise Invalid({"runtime": [f"Runner {runner.label!r} lacks the capabilities {missing}."]})
+    return Target(runner=runner, candidates=[runner])
+
+
+def _check_quota(workspace: Workspace, now: datetime) -> None:
+    if workspace.run_quota is None:
+        return
+    month_start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    used = Run.objects.filter(workspace=workspace, created_at__gte=month_start).count()
+    if used >= workspace.run_quota:
+        raise QuotaExceeded(
+            f"Workspace {workspace.slug!r} has used its run quota "
+            f"({workspace.run_quota} runs this month)."
+        )
+
+
+def run_start(
+    *,
+    user: Any,
+    workspace_slug: str,
+    harness: str,
+    dataset: str,
+    runtime: str,
+    concurrency: int = 1,
+    harness_version: int | None = None,
+    dataset_version: int | None = None,
+) -> Run:
+    """Start a scorecard run on the submitter's runner(s): one queued job per case.
+
+    A self-hosted run spends the member's own login: it counts against the workspace's
+    run quota but never draws its USD/token budget.
+    """
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise Invalid({"concurrency": [f"Must be between 1 and {MAX_CONCURRENCY}."]})
+    require_role(user=user, slug=workspace_slug, role=Role.MEMBER)
+    with transaction.atomic():
+        # The workspace row serializes run creation, so the quota holds under races.
+        workspace = Workspace.objects.select_for_update().get(slug=workspace_slug)
+        hv = harness_get(workspace=workspace, name=harness, version=harness_version)
+        dv = dataset_get(workspace=workspace, name=dataset, version=dataset_version)
+        spec = HarnessSpec.model_validate(hv.spec)
+        target = runtime_resolve(user=user, runtime=runtime, capabilities=spec.capabilities)
+        now = timezone.now()
+        _check_quota(workspace, now)
+        run = Run.objects.create(
+            workspace=workspace,
+            harness=hv,
+            dataset=dv,
+            runtime=runtime,
+            runner=target.runner,
+            concurrency=concurrency,
+            submitted_by=user,
+            created_at=now,
+        )
+        count = _park_jobs(run, spec, target, now)
+        event(run, f"Dispatched {count} cases of {hv} over {dv} to {_target_name(target)}.")
+        offline = [r for r in target.candidates if not r.is_online]
+        if offline and len(offline) == len(target.candidates):
+            names = ", ".join(r.label for r in offline)
+            event(
+                run,
+                f"Runner {names} is offline — {OFFLINE_HINT}",
+                EventLevel.WARNING,
+            )
+        if count == 0:
+            run_complete(run, now)
+    return run
+
+
+def _target_name(target: Target) -> str:
+    if target.runner is not None:
+        return f"runner {target.runner.label} (#{target.runner.pk})"
+    return "any of the submitter's runners"
+
+
+def _park_jobs(run: Run, spec: HarnessSpec, target: Target, now: datetime) -> int:
+    """Queue one job per case; the first `concurrency` are admitted at once."""
+    shared = {
+        "run_id": run.pk,
+        "workspace": run.workspace.slug,
+        "submitted_by": run.submitted_by.get_username(),
+        "harness": {
+            "name": run.harness.name,
+            "version": run.harness.version,
+            "spec": run.harness.spec,
+        },
+        "capabilities": spec.capabilities,
+        "timeout_s": spec.timeout_s,
+    }
+    # Read in full first: on PostgreSQL the jobs are written with COPY, and a connection
+    # cannot read from a server-side cursor while a COPY is in progress.
+    cases = list(
+        Case.objects.filter(dataset=run.dataset).order_by("position").values_list("key", "input")
+    )
+    return queue.jobs_park(
+        owner_id=run.submitted_by_id,
+        runner_id=target.runner.pk if target.runner else None,
+        run_id=run.pk,
+        shared=shared,
+        cases=cases,
+        required_capabilities=spec.capabilities,
+        admit=run.concurrency,
+        max_attempts=settings.EVERDICT_MAX_ATTEMPTS,
+    )
+
+
+def run_cancel(*, user: Any, run_id: int) -> Run:
+    """Cancel a run: its own submitter (member) or a workspace admin may."""
+    run = run_get(user=user, run_id=run_id)
+    if not membership_for(user=user, slug=run.workspace.slug).may_cancel(run):
+        raise PermissionDenied("Only the run's submitter or a workspace admin can cancel it.")
+    with transaction.atomic():
+        run = Run.objects.select_for_update(of=("self",)).get(pk=run_id)
+        if run.is_terminal:
+            return run
+        canceled = queue.jobs_cancel(run_id=run.pk)
+        now = timezone.now()
+        run.status = RunStatus.CANCELED
+        run.finished_at = now
+        Run.objects.filter(pk=run.pk).update(status=RunStatus.CANCELED, finished_at=now)
+        event(
+            run,
+            f"Canceled by {user.get_username()}: {len(canceled)} open cases stopped.",
+            EventLevel.WARNING,
+        )
+    return run

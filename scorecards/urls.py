@@ -1,0 +1,43 @@
+"""Routes of the scorecards app: pages, the REST API under /api/, and the run page's socket."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from scorecards import views
+from scorecards.api import catalog, runs, workspaces
+from scorecards.consumers import RunConsumer
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("w/<slug:slug>/", views.workspace_overview, name="workspace"),
+    path("w/<slug:slug>/harnesses/", views.harnesses, name="harnesses"),
+    path("w/<slug:slug>/datasets/", views.datasets, name="datasets"),
+    path("w/<slug:slug>/runs/", views.run_list, name="runs"),
+    path("w/<slug:slug>/runs/new", views.run_new, name="run-new"),
+    path("w/<slug:slug>/compare", views.compare, name="compare"),
+    path("runs/<int:run_id>/", views.run_detail, name="run"),
+    path("runs/<int:run_id>/cancel", views.run_cancel_view, name="run-cancel"),
+]
+
+api_urlpatterns = [
+    path("workspaces", workspaces.WorkspaceListView.as_view(), name="api-workspaces"),
+    path("workspaces/<slug:slug>", workspaces.WorkspaceDetailView.as_view(), name="api-workspace"),
+    path(
+        "workspaces/<slug:slug>/members",
+        workspaces.WorkspaceMembersView.as_view(),
+        name="api-workspace-members",
+    ),
+    path(
+        "workspaces/<slug:slug>/harnesses", catalog.HarnessListView.as_view(), name="api-harnesses"
+    ),
+    path("workspaces/<slug:slug>/datasets", catalog.DatasetListView.as_view(), name="api-datasets"),
+    path("workspaces/<slug:slug>/runs", runs.RunCreateView.as_view(), name="api-runs"),
+    path("runs/<int:run_id>", runs.RunDetailView.as_view(), name="api-run"),
+    path("runs/<int:run_id>/logs", runs.RunLogsView.as_view(), name="api-run-logs"),
+    path("runs/<int:run_id>/cancel", runs.RunCancelView.as_view(), name="api-run-cancel"),
+]
+
+websocket_urlpatterns = [
+    path("ws/runs/<int:run_id>/", RunConsumer.as_asgi()),
+]

@@ -1,0 +1,125 @@
+"""The run form: a harness and a dataset version, one of my runners, a concurrency."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from accounts.errors import ServiceError
+from scorecards import selectors
+from scorecards.models import Role
+from scorecards.services import MAX_CONCURRENCY, run_start
+from scorecards.views.common import add_errors, page
+
+
+class RunForm(forms.Form):
+    harness = forms.CharField(max_length=120)
+    dataset = forms.CharField(max_length=120)
+    runtime = forms.CharField(max_length=50)
+    concurrency = forms.IntegerField(min_value=1, max_value=MAX_CONCURRENCY, initial=1)
+
+
+def _name_version(value: str) -> tuple[str, int | None]:
+    """`name` is the latest version, `name@3` a pinned one."""
+    name, at, version = value.rpartition("@")
+    if at and version.isdigit():
+        return name, int(version)
+    return value, None
+
+
+def _selected(histories: list[selectors.VersionHistory], value: str) -> Any:
+    name, version = _name_version(value)
+    for history in histories:
+        if history.name == name:
+            if version is None:
+                return history.latest
+            return next((v for v in history.versions if v.version == version), None)
+    return None
+
+
+def _version_options(
+    histories: list[selectors.VersionHistory], selected: str
+) -> list[dict[str, Any]]:
+    """Option groups per name: the latest (value `name`), then pinned older versions."""
+    groups = []
+    for history in histories:
+        options = []
+        for i, version in enumerate(history.versions):
+            value = history.name if i == 0 else f"{history.name}@{version.version}"
+            options.append(
+                {
+                    "value": value,
+                    "label": f"{version}" + (" (latest)" if i == 0 else ""),
+                    "capabilities": " ".join(getattr(version, "capabilities", [])),
+                    "selected": value == selected,
+                }
+            )
+        groups.append({"name": history.name, "options": options})
+    return groups
+
+
+def _render_run_form(
+    request: HttpRequest, slug: str, data: dict[str, Any], form: RunForm, status: int = 200
+) -> HttpResponse:
+    membership = selectors.membership_for(user=request.user, slug=slug)
+    harness_histories = selectors.harness_histories(user=request.user, workspace_slug=slug)
+    dataset_histories = selectors.dataset_histories(user=request.user, workspace_slug=slug)
+    harness_value = data.get("harness") or (harness_histories[0].name if harness_histories else "")
+    chosen = _selected(harness_histories, harness_value)
+    runtimes = selectors.runtime_choices(
+        user=request.user, capabilities=chosen.capabilities if chosen else []
+    )
+    runtime_value = data.get("runtime") or next(
+        (c.value for c in runtimes if not c.disabled and c.online),
+        next((c.value for c in runtimes if not c.disabled), ""),
+    )
+    return render(
+        request,
+        "scorecards/run_form.html",
+        {
+            "workspace": membership.workspace,
+            "can_start": membership.allows(Role.MEMBER),
+            "harness_groups": _version_options(harness_histories, harness_value),
+            "dataset_groups": _version_options(dataset_histories, data.get("dataset", "")),
+            "runtimes": runtimes,
+            "has_runners": len(runtimes) > 1,
+            "runtime_value": runtime_value,
+            "concurrency": data.get("concurrency") or 1,
+            "max_concurrency": MAX_CONCURRENCY,
+            "form": form,
+        },
+        status=status,
+    )
+
+
+@page
+@require_http_methods(["GET", "POST"])
+def run_new(request: HttpRequest, slug: str) -> HttpResponse:
+    if request.method != "POST":
+        return _render_run_form(request, slug, request.GET.dict(), RunForm())
+    form = RunForm(request.POST)
+    status = 400
+    if form.is_valid():
+        harness, harness_version = _name_version(form.cleaned_data["harness"])
+        dataset, dataset_version = _name_version(form.cleaned_data["dataset"])
+        try:
+            run = run_start(
+                user=request.user,
+                workspace_slug=slug,
+                harness=harness,
+                harness_version=harness_version,
+                dataset=dataset,
+                dataset_version=dataset_version,
+                runtime=form.cleaned_data["runtime"],
+                concurrency=form.cleaned_data["concurrency"],
+            )
+        except ServiceError as exc:
+            add_errors(form, exc)
+            status = exc.status
+        else:
+            return redirect("run", run_id=run.pk)
+    return _render_run_form(request, slug, request.POST.dict(), form, status=status)

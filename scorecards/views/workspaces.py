@@ -1,0 +1,172 @@
+"""Workspace pages: my workspaces, a workspace's overview and runs, harnesses and datasets."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+
+from accounts.errors import Invalid
+from scorecards import selectors
+from scorecards.models import Role
+from scorecards.services import dataset_create, dataset_parse_jsonl, harness_create
+from scorecards.views.common import add_errors, page, run_row
+
+# A dataset file is read into memory to be parsed; beyond this, use the API.
+MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+RECENT_RUNS = 10
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    return render(request, "home.html", {"memberships": selectors.memberships_of(request.user)})
+
+
+@page
+@require_GET
+def workspace_overview(request: HttpRequest, slug: str) -> HttpResponse:
+    membership = selectors.membership_for(user=request.user, slug=slug)
+    runs = selectors.run_list(user=request.user, workspace_slug=slug, limit=RECENT_RUNS)
+    return render(
+        request,
+        "scorecards/workspace.html",
+        {
+            "workspace": membership.workspace,
+            "membership": membership,
+            "harnesses": selectors.harness_list(user=request.user, workspace_slug=slug),
+            "datasets": selectors.dataset_list(user=request.user, workspace_slug=slug),
+            "runs": [run_row(r) for r in runs],
+        },
+    )
+
+
+@page
+@require_GET
+def run_list(request: HttpRequest, slug: str) -> HttpResponse:
+    membership = selectors.membership_for(user=request.user, slug=slug)
+    runs = selectors.run_list(user=request.user, workspace_slug=slug, limit=200)
+    return render(
+        request,
+        "scorecards/runs.html",
+        {"workspace": membership.workspace, "runs": [run_row(r) for r in runs]},
+    )
+
+
+class HarnessForm(forms.Form):
+    name = forms.CharField(max_length=100)
+    spec = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 10, "spellcheck": "false", "class": "mono"}),
+        help_text='A JSON object: {"command": [...], "timeout_s": 600, "capabilities": [...], '
+        '"output": "text"|"json", "grader": {"type": "exact"}}.',
+    )
+
+    def clean_spec(self) -> Any:
+        try:
+            return json.loads(self.cleaned_data["spec"])
+        except ValueError as exc:
+            raise forms.ValidationError(f"Not valid JSON: {exc}") from exc
+
+
+class DatasetForm(forms.Form):
+    name = forms.CharField(max_length=100)
+    jsonl = forms.CharField(
+        label="Cases (JSONL)",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false", "class": "mono"}),
+        help_text='One case per line: {"key": "c1", "input": {...}, "expected": ...}.',
+    )
+    file = forms.FileField(label="…or a JSONL file", required=False)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        upload = data.get("file")
+        if upload is not None:
+            if upload.size > MAX_UPLOAD_BYTES:
+                raise forms.ValidationError(
+                    f"The file is over {MAX_UPLOAD_BYTES // (1024 * 1024)} MiB: use the API."
+                )
+            try:
+                data["jsonl"] = upload.read().decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise forms.ValidationError("The file is not UTF-8 text.") from exc
+        if not (data.get("jsonl") or "").strip():
+            self.add_error("jsonl", "Paste the cases or choose a file.")
+        return data
+
+
+def _catalogpage(
+    request: HttpRequest, slug: str, template: str, form: forms.Form | None, status: int = 200
+) -> HttpResponse:
+    membership = selectors.membership_for(user=request.user, slug=slug)
+    if template.endswith("harnesses.html"):
+        histories = selectors.harness_histories(user=request.user, workspace_slug=slug)
+        for history in histories:
+            for version in history.versions:
+                version.spec_json = json.dumps(version.spec, indent=2)
+    else:
+        histories = selectors.dataset_histories(user=request.user, workspace_slug=slug)
+    return render(
+        request,
+        template,
+        {
+            "workspace": membership.workspace,
+            "can_edit": membership.allows(Role.ADMIN),
+            "histories": histories,
+            "form": form,
+        },
+        status=status,
+    )
+
+
+@page
+@require_http_methods(["GET", "POST"])
+def harnesses(request: HttpRequest, slug: str) -> HttpResponse:
+    template = "scorecards/harnesses.html"
+    if request.method != "POST":
+        return _catalogpage(request, slug, template, HarnessForm())
+    form = HarnessForm(request.POST)
+    if form.is_valid():
+        try:
+            created = harness_create(
+                user=request.user,
+                workspace_slug=slug,
+                name=form.cleaned_data["name"],
+                spec=form.cleaned_data["spec"],
+            )
+        except Invalid as exc:
+            add_errors(form, exc)
+        else:
+            messages.success(request, f"Harness {created} created.")
+            return redirect(reverse("harnesses", args=[slug]) + f"#h-{created.name}")
+    return _catalogpage(request, slug, template, form, status=400)
+
+
+@page
+@require_http_methods(["GET", "POST"])
+def datasets(request: HttpRequest, slug: str) -> HttpResponse:
+    template = "scorecards/datasets.html"
+    if request.method != "POST":
+        return _catalogpage(request, slug, template, DatasetForm())
+    form = DatasetForm(request.POST, request.FILES)
+    if form.is_valid():
+        try:
+            cases = dataset_parse_jsonl(form.cleaned_data["jsonl"])
+            created = dataset_create(
+                user=request.user,
+                workspace_slug=slug,
+                name=form.cleaned_data["name"],
+                cases=cases,
+            )
+        except Invalid as exc:
+            add_errors(form, exc, rename={"cases": "jsonl"})
+        else:
+            messages.success(request, f"Dataset {created} imported: {created.case_count} cases.")
+            return redirect(reverse("datasets", args=[slug]) + f"#d-{created.name}")
+    return _catalogpage(request, slug, template, form, status=400)
