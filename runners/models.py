@@ -21,6 +21,13 @@ class RunnerQuerySet(models.QuerySet["Runner"]):
         return self.active().filter(last_seen_at__gte=Runner.online_since())
 
 
+class PairingMethod(models.TextChoices):
+    PAGE = "page", "account page"
+    API = "api", "REST API"
+    MCP = "mcp", "MCP tool"
+    DEVICE = "device", "device code"
+
+
 class Runner(models.Model):
     """A member's own machine, paired once. Owned by a user; serves all their workspaces."""
 
@@ -41,8 +48,17 @@ class Runner(models.Model):
         help_text="The workspace it was paired from (informative; it serves all of them).",
     )
     connected_at = models.DateTimeField(default=timezone.now)
+    paired_via = models.CharField(
+        max_length=10,
+        choices=PairingMethod.choices,
+        blank=True,
+        help_text="How it was paired (blank: before this was recorded).",
+    )
     last_seen_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # A plan limit (its tool said "rate limited"): it leases nothing until then.
+    paused_until = models.DateTimeField(null=True, blank=True)
+    pause_reason = models.CharField(max_length=200, blank=True)
 
     objects = RunnerQuerySet.as_manager()
 
@@ -117,6 +133,7 @@ class RunnerJob(models.Model):
     run = models.ForeignKey("scorecards.Run", on_delete=models.CASCADE, related_name="jobs")
     seq = models.PositiveIntegerField(help_text="Admission order within the run.")
     case_key = models.CharField(max_length=200)
+    repeat = models.PositiveSmallIntegerField(default=0, help_text="Which run of the case (0-based).")
     batch = models.ForeignKey(JobBatch, on_delete=models.CASCADE, related_name="jobs")
     payload = models.JSONField(help_text="This job's part of the case job (its case).")
     required_capabilities = models.JSONField(default=list, blank=True)
@@ -135,6 +152,14 @@ class RunnerJob(models.Model):
     queued_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     reason = models.CharField(max_length=500, blank=True)
+    # Log lines kept for this job, and those dropped past the per-job bounds.
+    log_kept = models.PositiveIntegerField(default=0)
+    log_bytes = models.PositiveBigIntegerField(default=0)
+    log_dropped = models.PositiveIntegerField(default=0)
+    # A scheduler step that raised on this job: how often, why, and until when it is set aside.
+    sweep_failures = models.PositiveIntegerField(default=0)
+    sweep_error = models.CharField(max_length=500, blank=True)
+    sweep_held_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [
@@ -184,6 +209,15 @@ class JobAttempt(models.Model):
     ended_at = models.DateTimeField(null=True, blank=True)
     reason = models.CharField(max_length=500, blank=True)
     result_digest = models.CharField(max_length=64, blank=True)
+    # Taken back by its holder after its lease expired: when last, how often, and the time
+    # it spent expired in all.
+    resumed_at = models.DateTimeField(null=True, blank=True)
+    resumes = models.PositiveIntegerField(default=0)
+    gap_ms = models.PositiveBigIntegerField(default=0)
+    # A late result refused by the fence, kept (bounded) and never counted.
+    shadow_result = models.JSONField(null=True, blank=True)
+    shadow_at = models.DateTimeField(null=True, blank=True)
+    shadow_reason = models.CharField(max_length=500, blank=True)
 
     class Meta:
         ordering = ["job_id", "epoch"]
@@ -199,6 +233,46 @@ class JobAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"attempt {self.epoch} of job {self.job_id} ({self.status})"
+
+
+class DevicePairingStatus(models.TextChoices):
+    PENDING = "pending"
+    APPROVED = "approved"
+    DENIED = "denied"
+    CONSUMED = "consumed"
+
+
+class DevicePairing(models.Model):
+    """A machine asking to be paired (RFC 8628's shape): the CLI shows a short code, a signed-in
+    member approves it in the browser, the CLI then receives its runner token once."""
+
+    device_code_hash = models.CharField(max_length=64, unique=True, editable=False)
+    user_code = models.CharField(max_length=9, unique=True)
+    label = models.CharField(max_length=100)
+    os = models.CharField(max_length=100, blank=True)
+    capabilities = models.JSONField(default=list, blank=True)
+    requested_from = models.CharField(max_length=100, blank=True)
+    user_agent = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    interval_s = models.PositiveSmallIntegerField(default=5)
+    last_polled_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(
+        max_length=10, choices=DevicePairingStatus.choices, default=DevicePairingStatus.PENDING
+    )
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    runner = models.ForeignKey(
+        Runner, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.user_code} ({self.label}, {self.status})"
 
 
 class JobLogLine(models.Model):

@@ -166,6 +166,19 @@ class Run(models.Model):
         "runners.Runner", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     concurrency = models.PositiveIntegerField(default=1)
+    repeats = models.PositiveSmallIntegerField(default=1, help_text="Runs of each case.")
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="children",
+        help_text="The run this one re-runs cases of.",
+    )
+    rerun_of = models.CharField(
+        max_length=12, blank=True, help_text="Which cases of the parent: failed or unfinished."
+    )
+    metadata = models.JSONField(default=dict, blank=True)
     submitted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="runs"
     )
@@ -178,7 +191,10 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["workspace", "created_at"], name="run_ws_created")]
+        indexes = [
+            models.Index(fields=["workspace", "created_at"], name="run_ws_created"),
+            models.Index(fields=["harness", "dataset", "created_at"], name="run_history"),
+        ]
 
     def __str__(self) -> str:
         return f"run {self.pk}"
@@ -218,6 +234,10 @@ class CaseResult(models.Model):
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
     case = models.ForeignKey(Case, on_delete=models.PROTECT, related_name="+")
+    repeat = models.PositiveSmallIntegerField(default=0)
+    # Settlement order within the run, given under the run's row lock: a cursor over it is
+    # stable while results keep arriving.
+    seq = models.PositiveBigIntegerField(default=0)
     attempt = models.ForeignKey(
         "runners.JobAttempt", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -229,17 +249,23 @@ class CaseResult(models.Model):
     status = models.CharField(max_length=20)
     output = models.TextField(blank=True)
     error = models.CharField(max_length=1000, blank=True)
+    reason = models.CharField(max_length=1000, blank=True, help_text="The grader's reason.")
     exit_code = models.IntegerField(null=True, blank=True)
     stderr_tail = models.TextField(blank=True)
     duration_ms = models.PositiveIntegerField(default=0)
     usage = models.JSONField(null=True, blank=True)
     provenance = models.JSONField(default=dict, blank=True)
+    fingerprint = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        ordering = ["run_id", "case__position"]
+        ordering = ["run_id", "case__position", "repeat"]
+        indexes = [
+            models.Index(fields=["run", "seq"], name="caseresult_run_seq"),
+            models.Index(fields=["run", "verdict", "seq"], name="caseresult_run_verdict_seq"),
+        ]
         constraints = [
-            models.UniqueConstraint(fields=["run", "case"], name="caseresult_unique"),
+            models.UniqueConstraint(fields=["run", "case", "repeat"], name="caseresult_unique"),
             models.CheckConstraint(
                 condition=Q(score__gte=0.0) & Q(score__lte=1.0), name="caseresult_score_range"
             ),
