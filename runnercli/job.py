@@ -20,7 +20,7 @@ from runnercli.caselog import CaseLog
 from runnercli.client import RevokedError, RunnerClient, ServerUnavailable, ToolCallError
 from runnercli.executor import StartError, describe_harness, run_case
 from runnercli.exits import EXIT_REVOKED, REVOKED_MESSAGE, RunnerExit
-from runnercli.protocol import Ack, CaseJob, CaseResult, Lease, ResultReport
+from runnercli.protocol import FAIL_MESSAGE_CHARS, Ack, CaseJob, CaseResult, Lease, ResultReport
 from runnercli.results import ResultSender
 from runnercli.status import StatusLine, shorten
 
@@ -190,7 +190,7 @@ class JobHandling(ABC):
                 lambda: self.client.fail_job(
                     job_id=job_run.job.job_id,
                     lease_epoch=job_run.lease.lease_epoch,
-                    message=message[:4000],
+                    message=message[:FAIL_MESSAGE_CHARS],
                     retryable=retryable,
                 ),
                 title=job_run.title,
