@@ -17,12 +17,12 @@ from mcpgateway.auth import current_principal
 from mcpgateway.calls import in_thread
 from runnercli.protocol import (
     MAX_CAPABILITIES,
+    MAX_FAIL_MESSAGE_CHARS,
     MAX_JOBS_PER_LEASE,
     MAX_LOG_LINE_BYTES,
     MAX_LOG_LINES_PER_CALL,
     MAX_RESULTS_PER_CALL,
     MAX_STATUS_CHARS,
-    MAX_STDERR_TAIL_BYTES,
     MAX_WAIT_MS,
     Ack,
     BatchAck,
@@ -138,7 +138,7 @@ async def submit_job_results(
 async def fail_job(
     job_id: int,
     lease_epoch: int,
-    message: Annotated[str, Field(max_length=MAX_STDERR_TAIL_BYTES)],
+    message: Annotated[str, Field(max_length=MAX_FAIL_MESSAGE_CHARS)],
     retryable: bool = False,
 ) -> Ack:
     """Give up on the job: `retryable` puts it back in the queue while attempts remain."""

@@ -27,14 +27,8 @@ from runnercli.config import (
     merge_capabilities,
     runnercli_version,
 )
-from runnercli.loop import (
-    EXIT_NOT_REPORTED,
-    EXIT_REVOKED,
-    EXIT_UPDATE_REQUIRED,
-    UPGRADE_MESSAGE,
-    RunnerLoop,
-    RunOptions,
-)
+from runnercli.exits import EXIT_NOT_REPORTED, EXIT_REVOKED, EXIT_UPDATE_REQUIRED, UPGRADE_MESSAGE
+from runnercli.loop import RunnerLoop, RunOptions
 from runnercli.protocol import MAX_WAIT_MS, PROTOCOL_VERSION, Hello
 from runnercli.status import StatusLine
 

@@ -26,6 +26,8 @@ from runnercli.config import CONFIG_ENV, TOKEN_ENV, os_name, runnercli_version
 from runnercli.protocol import (
     MAX_LOG_LINE_BYTES,
     MAX_OUTPUT_BYTES,
+    MAX_RUNNER_INFO_CHARS,
+    MAX_RUNNERCLI_VERSION_CHARS,
     MAX_STDERR_TAIL_BYTES,
     PLACEHOLDER_RE,
     CaseJob,
@@ -127,9 +129,9 @@ def advisory_usage(output: str) -> dict[str, Any] | None:
 
 def runner_info() -> RunnerInfo:
     return RunnerInfo(
-        os=f"{os_name()} {platform.release()}".strip()[:100],
+        os=f"{os_name()} {platform.release()}".strip()[:MAX_RUNNER_INFO_CHARS],
         python=platform.python_version(),
-        runnercli_version=runnercli_version()[:50],
+        runnercli_version=runnercli_version()[:MAX_RUNNERCLI_VERSION_CHARS],
     )
 
 

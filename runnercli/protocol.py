@@ -18,15 +18,24 @@ MAX_STDERR_TAIL_BYTES = 64 * 1024
 MAX_LOG_LINES_PER_CALL = 500
 MAX_LOG_LINE_BYTES = 8 * 1024
 MAX_STATUS_CHARS = 200
-# How many capabilities a runner may declare.
+# How many capabilities a runner may declare (pairing, `hello`, `lease_job`), and how long
+# one may be.
 MAX_CAPABILITIES = 64
+MAX_CAPABILITY_CHARS = 40
+# `fail_job`'s message: what the server accepts, and what the runner sends of a longer one
+# (a reason to show on the job, not a log: the log goes through `report_case_log`).
+MAX_FAIL_MESSAGE_CHARS = MAX_STDERR_TAIL_BYTES
+FAIL_MESSAGE_CHARS = 4000
+# The runner's description of itself in each result (`RunnerInfo`).
+MAX_RUNNER_INFO_CHARS = 100
+MAX_RUNNERCLI_VERSION_CHARS = 50
 MAX_WAIT_MS = 30_000
 MAX_JOBS_PER_LEASE = 32
 MAX_RESULTS_PER_CALL = MAX_JOBS_PER_LEASE
 # What one `submit_job_results` call may carry in outputs and stderr tails together.
 MAX_RESULTS_BYTES_PER_CALL = 4 * 1024 * 1024
 
-CAPABILITY_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,39}$")
+CAPABILITY_RE = re.compile(rf"^[a-z0-9][a-z0-9._-]{{0,{MAX_CAPABILITY_CHARS - 1}}}$")
 PLACEHOLDER_RE = re.compile(r"\{(input\.[A-Za-z0-9_.-]+|case\.key)\}")
 
 Capability = Annotated[str, Field(pattern=CAPABILITY_RE.pattern)]
@@ -124,9 +133,9 @@ class LeaseReply(BaseModel):
 
 
 class RunnerInfo(_Received):
-    os: str = Field(default="", max_length=100)
-    python: str = Field(default="", max_length=100)
-    runnercli_version: str = Field(default="", max_length=50)
+    os: str = Field(default="", max_length=MAX_RUNNER_INFO_CHARS)
+    python: str = Field(default="", max_length=MAX_RUNNER_INFO_CHARS)
+    runnercli_version: str = Field(default="", max_length=MAX_RUNNERCLI_VERSION_CHARS)
 
 
 class CaseResult(_Received):

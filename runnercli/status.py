@@ -73,3 +73,9 @@ class StatusLine:
         stamp = time.strftime("%H:%M:%S")
         self.stream.write(f"{stamp} {message}\n")
         self.stream.flush()
+
+
+def shorten(reason: str, limit: int = 120) -> str:
+    """Return the first line of `reason`, cut to `limit` characters, to show on one line."""
+    first = reason.strip().splitlines()[0] if reason.strip() else "unknown"
+    return first if len(first) <= limit else first[: limit - 1] + "…"

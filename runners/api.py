@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.replies import data
-from runnercli.protocol import CAPABILITY_RE, MAX_CAPABILITIES
+from runnercli.protocol import CAPABILITY_RE, MAX_CAPABILITIES, MAX_CAPABILITY_CHARS
 from runners.models import Runner
 from runners.replies import PairedRunner, RunnerItems, runner_items
 from runners.services import runner_pair, runner_revoke
@@ -27,7 +27,9 @@ class RunnerPairSerializer(serializers.Serializer):
     label = serializers.CharField(max_length=100)  # type: ignore[assignment]
     os = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     capabilities = serializers.ListField(
-        child=serializers.CharField(max_length=40, validators=[capability_validator]),
+        child=serializers.CharField(
+            max_length=MAX_CAPABILITY_CHARS, validators=[capability_validator]
+        ),
         required=False,
         default=list,
         max_length=MAX_CAPABILITIES,

@@ -133,7 +133,9 @@ class RunnerJob(models.Model):
     run = models.ForeignKey("scorecards.Run", on_delete=models.CASCADE, related_name="jobs")
     seq = models.PositiveIntegerField(help_text="Admission order within the run.")
     case_key = models.CharField(max_length=200)
-    repeat = models.PositiveSmallIntegerField(default=0, help_text="Which run of the case (0-based).")
+    repeat = models.PositiveSmallIntegerField(
+        default=0, help_text="Which run of the case (0-based)."
+    )
     batch = models.ForeignKey(JobBatch, on_delete=models.CASCADE, related_name="jobs")
     payload = models.JSONField(help_text="This job's part of the case job (its case).")
     required_capabilities = models.JSONField(default=list, blank=True)

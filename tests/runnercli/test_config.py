@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from runnercli.backoff import Backoff
 from runnercli.config import (
     ConfigError,
     RunnerConfig,
@@ -20,7 +21,7 @@ from runnercli.config import (
     merge_capabilities,
     os_name,
 )
-from runnercli.loop import Backoff, harness_allowed
+from runnercli.job import harness_allowed
 from tests.runnercli.conftest import make_job
 
 

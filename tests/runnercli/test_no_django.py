@@ -65,7 +65,9 @@ def test_the_cli_installed_alone_runs_with_no_django_present(tmp_path: Path) -> 
 
     every_module = _run(
         [python, "-c",
-         "import sys, runnercli.cli, runnercli.loop, runnercli.client, runnercli.executor;"
+         "import sys, runnercli.cli, runnercli.loop, runnercli.job, runnercli.caselog,"
+         " runnercli.results, runnercli.backoff, runnercli.exits, runnercli.client,"
+         " runnercli.executor;"
          "server = {'django', 'everdict', 'runners', 'scorecards', 'mcpgateway'};"
          "print(sorted(m for m in sys.modules if m.split('.')[0] in server))"],
     )  # fmt: skip

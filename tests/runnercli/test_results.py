@@ -18,8 +18,8 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 
 from runnercli.client import RunnerClient
-from runnercli.loop import ResultSender
 from runnercli.protocol import Ack, CaseResult, LeaseGrant, ResultReport
+from runnercli.results import ResultSender
 from runners.models import JobStatus, RunnerJob
 from runners.services import runner_pair
 from tests.live import free_port

@@ -1,0 +1,90 @@
+"""A job's log lines on their way to the server: batched, bounded, and kept while it is away."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from runnercli.client import RunnerClient, ServerUnavailable, ToolCallError
+from runnercli.executor import clip_utf8
+from runnercli.protocol import MAX_LOG_LINE_BYTES, MAX_LOG_LINES_PER_CALL
+
+LOG_FLUSH_S = 0.5
+LOG_BATCH_LINES = 50
+# Lines kept while the server cannot take them; beyond this the oldest are dropped.
+LOG_BACKLOG_LINES = 5000
+
+
+class CaseLog:
+    """Log lines of one job, pushed in batches (every LOG_FLUSH_S or LOG_BATCH_LINES lines)."""
+
+    def __init__(self, client: RunnerClient, job_id: int, lease_epoch: int) -> None:
+        self.client = client
+        self.job_id = job_id
+        self.lease_epoch = lease_epoch
+        self.pending: list[str] = []
+        self.dropped = 0
+        self.refused = False
+        self._closing = False
+        self._wake = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+
+    def add(self, line: str) -> None:
+        if self.refused:
+            return
+        # A NUL is no text to show, and PostgreSQL cannot store it.
+        self.pending.append(clip_utf8(line.replace("\x00", "\ufffd"), MAX_LOG_LINE_BYTES))
+        if len(self.pending) > LOG_BACKLOG_LINES:
+            excess = len(self.pending) - LOG_BACKLOG_LINES
+            del self.pending[:excess]
+            self.dropped += excess
+        if len(self.pending) >= LOG_BATCH_LINES:
+            self._wake.set()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._pump(), name=f"log-{self.job_id}")
+
+    async def _pump(self) -> None:
+        while not self.refused and not self._closing:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), LOG_FLUSH_S)
+            self._wake.clear()
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Send what is pending; lines stay pending while the server cannot take them."""
+        async with self._lock:
+            while self.pending and not self.refused:
+                if self.dropped:
+                    self.pending.insert(0, f"[{self.dropped} log lines dropped]")
+                    self.dropped = 0
+                batch = self.pending[:MAX_LOG_LINES_PER_CALL]
+                try:
+                    ack = await self.client.report_case_log(
+                        job_id=self.job_id, lease_epoch=self.lease_epoch, lines=batch
+                    )
+                except ServerUnavailable:
+                    return  # kept for the next flush
+                except ToolCallError:
+                    # Sending the same batch again would be refused again.
+                    del self.pending[: len(batch)]
+                    self.dropped += len(batch)
+                    continue
+                del self.pending[: len(batch)]
+                if not ack.accepted:
+                    self.refused = True
+                    self.pending.clear()
+
+    async def close(self, *, flush: bool = True) -> None:
+        """Stop pushing; with `flush`, send what is left (after a push in flight lands)."""
+        self._closing = True
+        if self._task is not None:
+            if flush:
+                self._wake.set()
+            else:
+                self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if flush:
+            await self.flush()
