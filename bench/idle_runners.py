@@ -101,7 +101,7 @@ LEASE_CALL = {
     "method": "tools/call",
     "params": {
         "name": "lease_job",
-        "arguments": {"protocol": 1, "wait_ms": WAIT_MS, "status": "idle"},
+        "arguments": {"protocol": 2, "wait_ms": WAIT_MS, "status": "idle"},
         "_meta": {
             "io.modelcontextprotocol/protocolVersion": PROTOCOL_REVISION,
             "io.modelcontextprotocol/clientInfo": {"name": "idle-bench", "version": "1"},

@@ -190,7 +190,7 @@ def measure_raw(
 async def _worker(
     client: Any, batch: int, total: int, counter: Any, finished_at: Any, stats: dict[str, int]
 ) -> None:
-    args: dict[str, Any] = {"protocol": 1, "wait_ms": WAIT_MS, "status": "idle"}
+    args: dict[str, Any] = {"protocol": 2, "wait_ms": WAIT_MS, "status": "idle"}
     if batch > 1:
         args["max_jobs"] = batch
     while counter.value < total:

@@ -92,14 +92,14 @@ async def measure(
                 break
             measured = i >= warmup
             began = time.perf_counter()
-            reply = await c.call_tool("hello", {"protocol": 1, "status": "idle"})
+            reply = await c.call_tool("hello", {"protocol": 2, "status": "idle"})
             if measured:
                 hello.append(time.perf_counter() - began)
             if reply.is_error:
                 raise RuntimeError(f"hello failed: {reply.content}")
 
             poll = asyncio.create_task(
-                c.call_tool("lease_job", {"protocol": 1, "wait_ms": WAIT_MS, "status": "idle"})
+                c.call_tool("lease_job", {"protocol": 2, "wait_ms": WAIT_MS, "status": "idle"})
             )
             await asyncio.sleep(PARK_S)  # the poll reaches the server and parks
             if mode == "orm":

@@ -194,7 +194,17 @@ EVERDICT_LEASE_TTL_S = _int("EVERDICT_LEASE_TTL_S", 60, minimum=1)
 EVERDICT_QUEUE_IDLE_TIMEOUT_S = _int("EVERDICT_QUEUE_IDLE_TIMEOUT_S", 300, minimum=1)
 EVERDICT_MAX_ATTEMPTS = _int("EVERDICT_MAX_ATTEMPTS", 3, minimum=1)
 EVERDICT_PRESENCE_WINDOW_S = _int("EVERDICT_PRESENCE_WINDOW_S", 90, minimum=1)
-EVERDICT_MIN_RUNNER_PROTOCOL = _int("EVERDICT_MIN_RUNNER_PROTOCOL", 1)
+EVERDICT_MIN_RUNNER_PROTOCOL = _int("EVERDICT_MIN_RUNNER_PROTOCOL", 2)
+# The longest a runner's long-poll waits (reported in `hello`; keep a load balancer's idle
+# timeout above it).
+EVERDICT_MAX_WAIT_MS = _int("EVERDICT_MAX_WAIT_MS", 55_000, minimum=0)
+# How long a job whose last attempt's lease expired stays resumable by its holder alone.
+EVERDICT_RESUME_WINDOW_S = _int("EVERDICT_RESUME_WINDOW_S", 1800)
+# Per-job log bounds: past them, one "… N lines dropped" marker.
+EVERDICT_MAX_LOG_LINES_PER_JOB = _int("EVERDICT_MAX_LOG_LINES_PER_JOB", 10_000, minimum=1)
+EVERDICT_MAX_LOG_BYTES_PER_JOB = _int("EVERDICT_MAX_LOG_BYTES_PER_JOB", 2 * 1024 * 1024, minimum=1)
+# A refused late result kept on its attempt, at most this big.
+EVERDICT_SHADOW_MAX_BYTES = _int("EVERDICT_SHADOW_MAX_BYTES", 1024 * 1024)
 # How often each process re-checks the queue for the owners of its parked long-polls even
 # without a wake-up: a lost notification costs at most this much latency, never a job.
 EVERDICT_WAKE_RECHECK_S = env.float("EVERDICT_WAKE_RECHECK_S", default=5.0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
+from django.conf import settings
 from pydantic import AfterValidator, Field
 
 from mcpgateway.auth import current_principal
@@ -23,7 +24,6 @@ from runnercli.protocol import (
     MAX_LOG_LINES_PER_CALL,
     MAX_RESULTS_PER_CALL,
     MAX_STATUS_CHARS,
-    MAX_WAIT_MS,
     Ack,
     BatchAck,
     Capability,
@@ -81,7 +81,7 @@ async def lease_job(
         ),
     ] = None,
 ) -> LeaseReply:
-    """Lease the next job for this runner, waiting up to `wait_ms` (≤ 30000) for one.
+    """Lease the next job for this runner, waiting up to `wait_ms` (≤ `hello.limits.max_wait_ms`).
 
     Answers `{job: null}` when none came in time (poll again), and
     `{job: null, update_required: true}` to a runner whose protocol is too old.
@@ -95,7 +95,7 @@ async def lease_job(
         runner=runner,
         capabilities=list(capabilities) or None,
         status=status,
-        wait_ms=max(0, min(wait_ms, MAX_WAIT_MS)),
+        wait_ms=max(0, min(wait_ms, settings.EVERDICT_MAX_WAIT_MS)),
         max_jobs=max_jobs or 1,
     )
     batch = None

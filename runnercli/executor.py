@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import platform
@@ -29,11 +30,13 @@ from runnercli.protocol import (
     MAX_RUNNER_INFO_CHARS,
     MAX_RUNNERCLI_VERSION_CHARS,
     MAX_STDERR_TAIL_BYTES,
+    MAX_TOOL_VERSION_CHARS,
     PLACEHOLDER_RE,
     CaseJob,
     CaseRef,
     CaseResult,
-    RunnerInfo,
+    Fingerprint,
+    harness_digest,
 )
 
 CASE_ENV = "EVERDICT_CASE"
@@ -127,11 +130,22 @@ def advisory_usage(output: str) -> dict[str, Any] | None:
     return usage or None
 
 
-def runner_info() -> RunnerInfo:
-    return RunnerInfo(
-        os=f"{os_name()} {platform.release()}".strip()[:MAX_RUNNER_INFO_CHARS],
-        python=platform.python_version(),
+@functools.cache
+def machine_fingerprint() -> Fingerprint:
+    """This machine and runner as every result reports them (read once per session)."""
+    return Fingerprint(
         runnercli_version=runnercli_version()[:MAX_RUNNERCLI_VERSION_CHARS],
+        os=os_name()[:MAX_RUNNER_INFO_CHARS],
+        os_version=platform.release()[:MAX_TOOL_VERSION_CHARS],
+        arch=platform.machine()[:MAX_RUNNER_INFO_CHARS],
+        python=platform.python_version(),
+    )
+
+
+def fingerprint(job: CaseJob) -> Fingerprint:
+    """The machine's fingerprint with the digest of the harness content this case executed."""
+    return machine_fingerprint().model_copy(
+        update={"harness_digest": harness_digest(job.harness.spec)}
     )
 
 
@@ -316,7 +330,7 @@ async def run_case(
             stderr_tail=stderr.text(),
             duration_ms=int((time.monotonic() - started) * 1000),
             usage=advisory_usage(output) if status == "completed" else None,
-            runner_info=runner_info(),
+            fingerprint=fingerprint(job),
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

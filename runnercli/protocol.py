@@ -2,16 +2,24 @@
 
 Imports nothing of the server; the server imports it from here. Models the server
 receives forbid extra fields, so a runner cannot smuggle in provenance or a score.
+
+Protocol 2 gathers every change of its round in one step: resume and shadow semantics,
+`release_job`, `hello.limits`, the case file, `retry_on`, `log_tail` and the fingerprint. A
+server whose minimum is 2 answers a protocol-1 runner `update_required` before it ever sees
+a spec key it cannot parse.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 MAX_OUTPUT_BYTES = 1024 * 1024
 MAX_STDERR_TAIL_BYTES = 64 * 1024
@@ -26,14 +34,55 @@ MAX_CAPABILITY_CHARS = 40
 # (a reason to show on the job, not a log: the log goes through `report_case_log`).
 MAX_FAIL_MESSAGE_CHARS = MAX_STDERR_TAIL_BYTES
 FAIL_MESSAGE_CHARS = 4000
-# The runner's description of itself in each result (`RunnerInfo`).
+# The runner's description of itself in each result (its fingerprint).
 MAX_RUNNER_INFO_CHARS = 100
 MAX_RUNNERCLI_VERSION_CHARS = 50
-MAX_WAIT_MS = 30_000
+MAX_FINGERPRINT_TOOLS = 32
+MAX_TOOL_VERSION_CHARS = 200
+# The lines a result carries for the case's log (its start and outcome lines), so a short
+# case needs no `report_case_log` call of its own.
+MAX_LOG_TAIL_LINES = 20
+# The longest a long-poll may wait; a server may allow less (`hello.limits.max_wait_ms`).
+MAX_WAIT_MS = 55_000
 MAX_JOBS_PER_LEASE = 32
 MAX_RESULTS_PER_CALL = MAX_JOBS_PER_LEASE
 # What one `submit_job_results` call may carry in outputs and stderr tails together.
 MAX_RESULTS_BYTES_PER_CALL = 4 * 1024 * 1024
+
+# The case as JSON on the harness's environment only up to this size; it is always in the
+# case file. Linux refuses a single environment string or argument over 128 KiB.
+MAX_CASE_ENV_BYTES = 64 * 1024
+MAX_ARG_BYTES = 128 * 1024
+
+# Environment variables a harness may not set: they change what runs (the loader, the shell,
+# an interpreter's start-up, git's programs) rather than configure the tool. The runner
+# refuses them again, with any the member adds in its config: a server can lie.
+REFUSED_ENV_NAMES = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "SHELL",
+        "IFS",
+        "BASH_ENV",
+        "ENV",
+        "PROMPT_COMMAND",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "PYTHONSTARTUP",
+        "PYTHONUSERBASE",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "PERL5LIB",
+        "PERL5OPT",
+        "RUBYOPT",
+        "RUBYLIB",
+        "GIT_EXEC_PATH",
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
+    }
+)
+REFUSED_ENV_PREFIXES = ("LD_", "DYLD_", "GIT_CONFIG")
 
 CAPABILITY_RE = re.compile(rf"^[a-z0-9][a-z0-9._-]{{0,{MAX_CAPABILITY_CHARS - 1}}}$")
 PLACEHOLDER_RE = re.compile(r"\{(input\.[A-Za-z0-9_.-]+|case\.key)\}")
@@ -43,6 +92,27 @@ Capability = Annotated[str, Field(pattern=CAPABILITY_RE.pattern)]
 
 class _Received(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def refused_env_keys(env: dict[str, str], extra: Iterable[str] = ()) -> list[str]:
+    """The keys of `env` a harness may not set (the list above, and `extra`), sorted."""
+    refused = REFUSED_ENV_NAMES | set(extra)
+    return sorted(k for k in env if k in refused or k.startswith(REFUSED_ENV_PREFIXES))
+
+
+class RetryOn(_Received):
+    """How a harness's tool says "rate limited": an exit code, or a stderr line matching
+    `stderr_regex` (RE2). The wait comes from a `retry_after_s` field of its JSON output or
+    the regex's named group `retry_after` (seconds)."""
+
+    exit_codes: list[int] = Field(default_factory=list, max_length=32)
+    stderr_regex: str = Field(default="", max_length=1000)
+
+    @model_validator(mode="after")
+    def _says_something(self) -> RetryOn:
+        if not self.exit_codes and not self.stderr_regex:
+            raise ValueError("retry_on needs exit_codes, a stderr_regex, or both")
+        return self
 
 
 class Grader(_Received):
@@ -59,6 +129,7 @@ class HarnessSpec(_Received):
     capabilities: list[Capability] = Field(default_factory=list, max_length=32)
     output: Literal["text", "json"] = "text"
     grader: Grader = Field(default_factory=lambda: Grader(type="exact"))
+    retry_on: RetryOn | None = Field(default=None, exclude_if=lambda retry_on: retry_on is None)
 
     @field_validator("command")
     @classmethod
@@ -73,7 +144,23 @@ class HarnessSpec(_Received):
         for name in env:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", name):
                 raise ValueError(f"invalid environment variable name: {name!r}")
+        if refused := refused_env_keys(env):
+            raise ValueError(
+                f"a harness may not set {', '.join(refused)}: it would change what runs on the "
+                "member's machine, not configure the tool"
+            )
         return env
+
+
+def harness_digest(spec: HarnessSpec) -> str:
+    """The digest of what a harness version executes: the canonical JSON of its argv
+    template, environment, timeout, output and grader (SHA-256). Consent pins it; every
+    result's fingerprint carries it."""
+    content = spec.model_dump(
+        mode="json", include={"command", "env", "timeout_s", "output", "grader"}
+    )
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 class CaseRef(BaseModel):
@@ -84,6 +171,8 @@ class CaseRef(BaseModel):
 class HarnessRef(BaseModel):
     name: str
     version: int
+    digest: str
+    author: str = Field(default="", description="Who wrote this version.")
     spec: HarnessSpec
 
 
@@ -96,6 +185,7 @@ class CaseJob(BaseModel):
     run_id: int
     workspace: str
     submitted_by: str
+    repeat: int = 0
     case: CaseRef
     harness: HarnessRef
     capabilities: list[str] = Field(default_factory=list)
@@ -132,10 +222,23 @@ class LeaseReply(BaseModel):
         return []
 
 
-class RunnerInfo(_Received):
-    os: str = Field(default="", max_length=MAX_RUNNER_INFO_CHARS)
-    python: str = Field(default="", max_length=MAX_RUNNER_INFO_CHARS)
+ToolName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,39}$")]
+ToolVersion = Annotated[str, Field(max_length=MAX_TOOL_VERSION_CHARS)]
+
+
+class Fingerprint(_Received):
+    """Where and with what a case ran: the runner, the machine, the harness content executed
+    and the versions of the tools behind the harness's capabilities."""
+
     runnercli_version: str = Field(default="", max_length=MAX_RUNNERCLI_VERSION_CHARS)
+    os: str = Field(default="", max_length=MAX_RUNNER_INFO_CHARS)
+    os_version: str = Field(default="", max_length=MAX_TOOL_VERSION_CHARS)
+    arch: str = Field(default="", max_length=MAX_RUNNER_INFO_CHARS)
+    python: str = Field(default="", max_length=MAX_RUNNER_INFO_CHARS)
+    harness_digest: str = Field(default="", max_length=64)
+    tools: dict[ToolName, ToolVersion] = Field(
+        default_factory=dict, max_length=MAX_FINGERPRINT_TOOLS
+    )
 
 
 class CaseResult(_Received):
@@ -147,7 +250,10 @@ class CaseResult(_Received):
     stderr_tail: str = ""
     duration_ms: int = Field(default=0, ge=0)
     usage: dict[str, Any] | None = None
-    runner_info: RunnerInfo = Field(default_factory=RunnerInfo)
+    log_tail: list[Annotated[str, Field(max_length=MAX_LOG_LINE_BYTES)]] = Field(
+        default_factory=list, max_length=MAX_LOG_TAIL_LINES
+    )
+    fingerprint: Fingerprint = Field(default_factory=Fingerprint)
 
     @model_validator(mode="after")
     def _bounded(self) -> CaseResult:
@@ -185,6 +291,18 @@ class BatchAck(BaseModel):
 
 class HeartbeatAck(Ack):
     cancel: bool = False
+    # True when the call took back a lease that had expired (the runner slept): keep going.
+    resumed: bool = False
+
+
+class Limits(BaseModel):
+    """What this server accepts per call; a runner stays inside them."""
+
+    max_jobs_per_lease: int = MAX_JOBS_PER_LEASE
+    max_results_per_call: int = MAX_RESULTS_PER_CALL
+    max_bytes_per_call: int = MAX_RESULTS_BYTES_PER_CALL
+    max_log_lines_per_call: int = MAX_LOG_LINES_PER_CALL
+    max_wait_ms: int = MAX_WAIT_MS
 
 
 class Hello(BaseModel):
@@ -193,3 +311,14 @@ class Hello(BaseModel):
     owner: str
     server_protocol: int
     update_required: bool
+    limits: Limits = Field(default_factory=Limits)
+
+
+class ToolFailure(BaseModel):
+    """The structured content of a tool error. `retryable` says the server's own trouble
+    (database unavailable or locked, a deadlock) refused the call: send it again later. Any
+    other error is final."""
+
+    code: str
+    message: str
+    retryable: bool = False

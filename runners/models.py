@@ -134,7 +134,7 @@ class RunnerJob(models.Model):
     seq = models.PositiveIntegerField(help_text="Admission order within the run.")
     case_key = models.CharField(max_length=200)
     repeat = models.PositiveSmallIntegerField(
-        default=0, help_text="Which run of the case (0-based)."
+        default=0, db_default=0, help_text="Which run of the case (0-based)."
     )
     batch = models.ForeignKey(JobBatch, on_delete=models.CASCADE, related_name="jobs")
     payload = models.JSONField(help_text="This job's part of the case job (its case).")
@@ -155,12 +155,12 @@ class RunnerJob(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     reason = models.CharField(max_length=500, blank=True)
     # Log lines kept for this job, and those dropped past the per-job bounds.
-    log_kept = models.PositiveIntegerField(default=0)
-    log_bytes = models.PositiveBigIntegerField(default=0)
-    log_dropped = models.PositiveIntegerField(default=0)
+    log_kept = models.PositiveIntegerField(default=0, db_default=0)
+    log_bytes = models.PositiveBigIntegerField(default=0, db_default=0)
+    log_dropped = models.PositiveIntegerField(default=0, db_default=0)
     # A scheduler step that raised on this job: how often, why, and until when it is set aside.
-    sweep_failures = models.PositiveIntegerField(default=0)
-    sweep_error = models.CharField(max_length=500, blank=True)
+    sweep_failures = models.PositiveIntegerField(default=0, db_default=0)
+    sweep_error = models.CharField(max_length=500, blank=True, db_default="")
     sweep_held_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -214,12 +214,12 @@ class JobAttempt(models.Model):
     # Taken back by its holder after its lease expired: when last, how often, and the time
     # it spent expired in all.
     resumed_at = models.DateTimeField(null=True, blank=True)
-    resumes = models.PositiveIntegerField(default=0)
-    gap_ms = models.PositiveBigIntegerField(default=0)
+    resumes = models.PositiveIntegerField(default=0, db_default=0)
+    gap_ms = models.PositiveBigIntegerField(default=0, db_default=0)
     # A late result refused by the fence, kept (bounded) and never counted.
     shadow_result = models.JSONField(null=True, blank=True)
     shadow_at = models.DateTimeField(null=True, blank=True)
-    shadow_reason = models.CharField(max_length=500, blank=True)
+    shadow_reason = models.CharField(max_length=500, blank=True, db_default="")
 
     class Meta:
         ordering = ["job_id", "epoch"]

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from accounts import tokens
 from accounts.errors import Invalid, NotFound
-from runnercli.protocol import CAPABILITY_RE, MAX_CAPABILITIES, PROTOCOL_VERSION, Hello
+from runnercli.protocol import CAPABILITY_RE, MAX_CAPABILITIES, PROTOCOL_VERSION, Hello, Limits
 from runners import queue, wakeup
 from runners.models import Runner
 from runners.presence import runner_touch
@@ -148,4 +148,5 @@ def runner_hello(
         owner=runner.owner.get_username(),
         server_protocol=PROTOCOL_VERSION,
         update_required=protocol_outdated(protocol),
+        limits=Limits(max_wait_ms=settings.EVERDICT_MAX_WAIT_MS),
     )

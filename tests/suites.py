@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runnercli.protocol import CaseResult, RunnerInfo
+from runnercli.protocol import CaseResult, Fingerprint
 from runners.services import runner_pair
 from scorecards.services import dataset_create, harness_create, run_start
 
@@ -58,6 +58,6 @@ def completed(output: str, **kwargs: Any) -> CaseResult:
         exit_code=kwargs.pop("exit_code", 0),
         output=output,
         duration_ms=5,
-        runner_info=RunnerInfo(os="linux", python="3.11", runnercli_version="test"),
+        fingerprint=Fingerprint(os="linux", python="3.11", runnercli_version="test"),
         **kwargs,
     )

@@ -289,7 +289,7 @@ def hostile_requests(world: dict[str, Any]) -> list[tuple[str, str | None, Any, 
         ("invalid UTF-8", holder, None, b"\xff\xfe\x00{"),
         ("deeply nested", holder, None, b"[" * 200_000),
         ("a bare number", holder, 42, None),
-        ("a batch", holder, [call("hello", {"protocol": 1})] * 3, None),
+        ("a batch", holder, [call("hello", {"protocol": 2})] * 3, None),
         ("no jsonrpc field", holder, {"id": 1, "method": "tools/list"}, None),
         ("method is a number", holder, {"jsonrpc": "2.0", "id": 1, "method": 7}, None),
         (
@@ -306,13 +306,13 @@ def hostile_requests(world: dict[str, Any]) -> list[tuple[str, str | None, Any, 
         ),
         ("unknown method", holder, {"jsonrpc": "2.0", "id": 1, "method": "jobs/steal"}, None),
         ("unknown tool", holder, call("steal_job", {}), None),
-        ("arguments is a string", holder, call("hello", "protocol=1"), None),
+        ("arguments is a string", holder, call("hello", "protocol=2"), None),
         ("protocol is a string", holder, call("lease_job", {"protocol": "one"}), None),
-        ("wait_ms is a list", holder, call("lease_job", {"protocol": 1, "wait_ms": [1]}), None),
+        ("wait_ms is a list", holder, call("lease_job", {"protocol": 2, "wait_ms": [1]}), None),
         (
             "capability out of pattern",
             holder,
-            call("lease_job", {"protocol": 1, "capabilities": ["Not A Cap!"]}),
+            call("lease_job", {"protocol": 2, "capabilities": ["Not A Cap!"]}),
             None,
         ),
         ("job_id is a string", holder, call("heartbeat_job", {**fence, "job_id": "all"}), None),
@@ -390,8 +390,8 @@ def hostile_requests(world: dict[str, Any]) -> list[tuple[str, str | None, Any, 
             ),
             None,
         ),
-        ("no credentials", None, call("hello", {"protocol": 1}), None),
-        ("a made-up runner token", "rnr_" + "A" * 43, call("hello", {"protocol": 1}), None),
+        ("no credentials", None, call("hello", {"protocol": 2}), None),
+        ("a made-up runner token", "rnr_" + "A" * 43, call("hello", {"protocol": 2}), None),
         (
             "an API key on a runner tool",
             key,
@@ -444,7 +444,7 @@ def test_malformed_mcp_requests_get_clean_errors_and_store_nothing(
     # Transport-level misuse: wrong verbs and headers.
     url = f"{server.url}/mcp"
     bearer = {"Authorization": f"Bearer {world['holder']}"}
-    hello = json.dumps(call("hello", {"protocol": 1})).encode()
+    hello = json.dumps(call("hello", {"protocol": 2})).encode()
     for what, response in [
         ("PUT", httpx2.put(url, headers=bearer, content=hello, timeout=30)),
         ("DELETE", httpx2.delete(url, headers=bearer, timeout=30)),
@@ -470,7 +470,7 @@ def test_malformed_mcp_requests_get_clean_errors_and_store_nothing(
 
     assert stored() == before
     assert_lease_untouched(world)
-    still = mcp_post(server, call("hello", {"protocol": 1}), token=world["holder"])
+    still = mcp_post(server, call("hello", {"protocol": 2}), token=world["holder"])
     assert still.status_code == 200
     assert messages(still)[0]["result"]["structuredContent"]["label"] == "holder"
 
@@ -567,5 +567,5 @@ def test_generated_tool_calls_get_clean_errors_and_store_nothing(
     fuzz()
     assert stored() == before
     assert_lease_untouched(world)
-    still = mcp_post(server, call("hello", {"protocol": 1}), token=world["holder"])
+    still = mcp_post(server, call("hello", {"protocol": 2}), token=world["holder"])
     assert messages(still)[0]["result"]["isError"] is False

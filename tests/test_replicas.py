@@ -165,7 +165,7 @@ def test_one_runner_session_spread_over_both_replicas_needs_no_sticky_sessions(
         )
         url = f"{cluster.replicas[0].url}/mcp"
         async with http, Client(streamable_http_client(url, http_client=http)) as client:
-            leased = await call(client, "lease_job", protocol=1, wait_ms=5000, status="idle")
+            leased = await call(client, "lease_job", protocol=2, wait_ms=5000, status="idle")
             job, lease = leased["job"], leased["lease"]
             epoch = {"job_id": job["job_id"], "lease_epoch": lease["lease_epoch"]}
             assert (await call(client, "heartbeat_job", **epoch))["accepted"]

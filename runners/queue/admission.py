@@ -20,6 +20,7 @@ _PARK_COLUMNS = (
     "run_id",
     "seq",
     "case_key",
+    "repeat",
     "batch_id",
     "payload",
     "required_capabilities",
@@ -39,12 +40,13 @@ def jobs_park(
     runner_id: int | None,
     run_id: int,
     shared: dict[str, Any],
-    cases: Iterable[tuple[str, Any]],
+    cases: Iterable[tuple[str, Any, int]],
     required_capabilities: list[str],
     admit: int,
     max_attempts: int,
 ) -> int:
-    """Insert one job per case, in order: the first `admit` queued, the rest pending.
+    """Insert one job per `(case key, input, repeat)`, in order: the first `admit` queued, the
+    rest pending.
 
     A dispatch of 10,000 cases is one COPY on PostgreSQL (one executemany on SQLite),
     not 10,000 round trips; what the jobs share is stored once, in their batch.
@@ -54,7 +56,7 @@ def jobs_park(
     capabilities = json.dumps(sorted(required_capabilities))
 
     def rows() -> Iterator[tuple[Any, ...]]:
-        for seq, (key, case_input) in enumerate(cases):
+        for seq, (key, case_input, repeat) in enumerate(cases):
             queued = seq < admit
             yield (
                 owner_id,
@@ -62,8 +64,9 @@ def jobs_park(
                 run_id,
                 seq,
                 key,
+                repeat,
                 batch.pk,
-                json.dumps({"case": {"key": key, "input": case_input}}),
+                json.dumps({"repeat": repeat, "case": {"key": key, "input": case_input}}),
                 capabilities,
                 JobStatus.QUEUED if queued else JobStatus.PENDING,
                 0,

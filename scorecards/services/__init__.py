@@ -10,7 +10,13 @@ from scorecards.services.results import (
     result_submit,
     results_submit,
 )
-from scorecards.services.runs import MAX_CONCURRENCY, run_cancel, run_start, runtime_resolve
+from scorecards.services.runs import (
+    MAX_CONCURRENCY,
+    MAX_REPEATS,
+    run_cancel,
+    run_start,
+    runtime_resolve,
+)
 from scorecards.services.sweeps import (
     SCHEDULER_STEPS,
     operator_job_fail,
@@ -24,6 +30,7 @@ from scorecards.services.workspaces import member_add, workspace_create, workspa
 
 __all__ = [
     "MAX_CONCURRENCY",
+    "MAX_REPEATS",
     "SCHEDULER_STEPS",
     "dataset_create",
     "dataset_parse_jsonl",

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Subquery
+from django.db.models import Max, Subquery
 from django.utils import timezone
 
 from accounts.errors import Invalid
@@ -25,7 +25,7 @@ from runnercli.protocol import (
     ResultReport,
 )
 from runners import queue
-from runners.models import Runner, RunnerJob
+from runners.models import JobLogLine, Runner, RunnerJob
 from scorecards import scoring
 from scorecards.models import Case, EventLevel, Run, RunStatus, Verdict
 from scorecards.models import CaseResult as CaseResultRow
@@ -111,6 +111,7 @@ def results_submit(*, runner: Runner, reports: Sequence[ResultReport]) -> list[A
             for row in _result_rows(runs[run_id], runner, results)
         ]
         CaseResultRow.objects.bulk_create(rows)
+        _log_tails(accepted)
         for run_id in sorted(accepted):
             run_advance(runs[run_id])
     return [s.ack() for s in settled]
@@ -128,8 +129,9 @@ def _result_rows(
         ).only("pk", "key", "expected")
     }
     provenance = provenance_for(runner, run)
+    first = next_result_seq(run)
     rows = []
-    for job, result in results:
+    for seq, (job, result) in enumerate(results, start=first):
         output, stderr_tail = _storable(result.output), _storable(result.stderr_tail)
         case = cases[job.case_key]
         grade = scoring.grade(
@@ -143,6 +145,8 @@ def _result_rows(
             CaseResultRow(
                 run=run,
                 case=case,
+                repeat=job.repeat,
+                seq=seq,
                 attempt_id=job.current_attempt_id,
                 runner=runner,
                 verdict=grade.verdict,
@@ -150,14 +154,40 @@ def _result_rows(
                 status=result.status,
                 output=output,
                 error="" if grade.verdict != Verdict.ERROR else grade.detail,
+                reason=grade.detail[:1000],
                 exit_code=result.exit_code,
                 stderr_tail=stderr_tail,
                 duration_ms=result.duration_ms,
                 usage=scoring.extract_usage(output, spec.output, result.usage),
                 provenance=provenance,
+                fingerprint=result.fingerprint.model_dump(mode="json"),
             )
         )
     return rows
+
+
+def next_result_seq(run: Run) -> int:
+    """The settlement number of the run's next result (the run's row is locked)."""
+    last = CaseResultRow.objects.filter(run=run).aggregate(last=Max("seq"))["last"]
+    return (last or 0) + 1
+
+
+def _log_tails(accepted: dict[int, list[tuple[RunnerJob, CaseResult]]]) -> None:
+    """The lines a result carries for its case's log (its outcome line, say), appended to it
+    as if reported by `report_case_log`, under the same fence (the job just settled)."""
+    now = timezone.now()
+    JobLogLine.objects.bulk_create(
+        JobLogLine(
+            job_id=job.pk,
+            run_id=job.run_id,
+            epoch=job.lease_epoch,
+            at=now,
+            line=line.replace("\x00", "\ufffd"),
+        )
+        for results in accepted.values()
+        for job, result in results
+        for line in result.log_tail
+    )
 
 
 def failure_report(
@@ -194,13 +224,16 @@ def record_error(run: Run, job: RunnerJob, reason: str, *, runner: Runner | None
     CaseResultRow.objects.get_or_create(
         run=run,
         case=case,
+        repeat=job.repeat,
         defaults={
+            "seq": next_result_seq(run),
             "attempt_id": job.current_attempt_id,
             "runner": runner,
             "verdict": Verdict.ERROR,
             "score": 0.0,
             "status": "error",
             "error": reason[:1000],
+            "reason": reason[:1000],
             "provenance": provenance_for(runner, run) if runner else {},
         },
     )

@@ -11,18 +11,20 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from pydantic import ValidationError
 
 from accounts.errors import Invalid, NotFound, PermissionDenied, QuotaExceeded
-from runnercli.protocol import HarnessSpec
+from runnercli.protocol import HarnessSpec, harness_digest
 from runners import queue
 from runners.models import Runner
-from scorecards.models import Case, EventLevel, Role, Run, RunStatus, Workspace
+from scorecards.models import Case, EventLevel, HarnessVersion, Role, Run, RunStatus, Workspace
 from scorecards.selectors import dataset_get, harness_get, membership_for, require_role, run_get
 from scorecards.services.events import event
 from scorecards.services.results import run_complete
 
 RUNTIME_RE = re.compile(r"^self:(any|\d{1,18})$")
 MAX_CONCURRENCY = 256
+MAX_REPEATS = 20
 OFFLINE_HINT = "start it with `python -m runnercli run`"
 
 
@@ -90,21 +92,25 @@ def run_start(
     concurrency: int = 1,
     harness_version: int | None = None,
     dataset_version: int | None = None,
+    repeats: int = 1,
+    metadata: dict[str, Any] | None = None,
 ) -> Run:
-    """Start a scorecard run on the submitter's runner(s): one queued job per case.
+    """Start a scorecard run on the submitter's runner(s): one queued job per case and repeat.
 
     A self-hosted run spends the member's own login: it counts against the workspace's
     run quota but never draws its USD/token budget.
     """
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise Invalid({"concurrency": [f"Must be between 1 and {MAX_CONCURRENCY}."]})
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise Invalid({"repeats": [f"Must be between 1 and {MAX_REPEATS}."]})
     require_role(user=user, slug=workspace_slug, role=Role.MEMBER)
     with transaction.atomic():
         # The workspace row serializes run creation, so the quota holds under races.
         workspace = Workspace.objects.select_for_update().get(slug=workspace_slug)
         hv = harness_get(workspace=workspace, name=harness, version=harness_version)
         dv = dataset_get(workspace=workspace, name=dataset, version=dataset_version)
-        spec = HarnessSpec.model_validate(hv.spec)
+        spec = _runnable_spec(hv)
         target = runtime_resolve(user=user, runtime=runtime, capabilities=spec.capabilities)
         now = timezone.now()
         _check_quota(workspace, now)
@@ -115,6 +121,8 @@ def run_start(
             runtime=runtime,
             runner=target.runner,
             concurrency=concurrency,
+            repeats=repeats,
+            metadata=metadata or {},
             submitted_by=user,
             created_at=now,
         )
@@ -133,6 +141,16 @@ def run_start(
     return run
 
 
+def _runnable_spec(harness: HarnessVersion) -> HarnessSpec:
+    """The version's spec as today's runners accept it (a version stored under older rules,
+    such as one setting PATH, is refused here, naming why, rather than on every machine)."""
+    try:
+        return HarnessSpec.model_validate(harness.spec)
+    except ValidationError as exc:
+        reasons = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors()[:3])
+        raise Invalid({"harness": [f"{harness} cannot run: {reasons}"]}) from exc
+
+
 def _target_name(target: Target) -> str:
     if target.runner is not None:
         return f"runner {target.runner.label} (#{target.runner.pk})"
@@ -140,7 +158,9 @@ def _target_name(target: Target) -> str:
 
 
 def _park_jobs(run: Run, spec: HarnessSpec, target: Target, now: datetime) -> int:
-    """Queue one job per case; the first `concurrency` are admitted at once."""
+    """Queue one job per case and repeat (every case once, then again for each repeat); the
+    first `concurrency` are admitted at once."""
+    author = run.harness.created_by
     shared = {
         "run_id": run.pk,
         "workspace": run.workspace.slug,
@@ -148,6 +168,8 @@ def _park_jobs(run: Run, spec: HarnessSpec, target: Target, now: datetime) -> in
         "harness": {
             "name": run.harness.name,
             "version": run.harness.version,
+            "digest": harness_digest(spec),
+            "author": author.get_username() if author else "",
             "spec": run.harness.spec,
         },
         "capabilities": spec.capabilities,
@@ -163,7 +185,9 @@ def _park_jobs(run: Run, spec: HarnessSpec, target: Target, now: datetime) -> in
         runner_id=target.runner.pk if target.runner else None,
         run_id=run.pk,
         shared=shared,
-        cases=cases,
+        cases=[
+            (key, case_input, repeat) for repeat in range(run.repeats) for key, case_input in cases
+        ],
         required_capabilities=spec.capabilities,
         admit=run.concurrency,
         max_attempts=settings.EVERDICT_MAX_ATTEMPTS,

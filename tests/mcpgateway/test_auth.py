@@ -103,8 +103,8 @@ def test_it_refuses_a_host_outside_allowed_hosts(gateway: Any, keys: dict[str, s
 @pytest.mark.parametrize(
     ("tool", "args"),
     [
-        ("hello", {"protocol": 1}),
-        ("lease_job", {"protocol": 1}),
+        ("hello", {"protocol": 2}),
+        ("lease_job", {"protocol": 2}),
         ("heartbeat_job", {"job_id": 1, "lease_epoch": 1}),
         ("report_case_log", {"job_id": 1, "lease_epoch": 1, "lines": ["x"]}),
         ("fail_job", {"job_id": 1, "lease_epoch": 1, "message": "x"}),
@@ -150,11 +150,11 @@ def test_hello_says_which_runner_the_token_belongs_to(
     gateway: Any, alice: Any, keys: dict[str, str]
 ) -> None:
     reply = structured(
-        call(gateway.url, keys["runner"], "hello", {"protocol": 1, "status": "idle"})
+        call(gateway.url, keys["runner"], "hello", {"protocol": 2, "status": "idle"})
     )
     assert reply["label"] == "paired"
     assert reply["owner"] == "alice"
-    assert reply["server_protocol"] == 1
+    assert reply["server_protocol"] == 2
     assert reply["update_required"] is False
 
 

@@ -37,7 +37,7 @@ def test_the_mcp_replies_equal_the_rest_replies(gateway: Any, alice: Any, key: s
     assert mcp_paired["token"].startswith("rnr_")
     # The runner paired over MCP is real: its token works, and it shows up online with a status.
     hello = structured(
-        call(gateway.url, mcp_paired["token"], "hello", {"protocol": 1, "status": "idle"})
+        call(gateway.url, mcp_paired["token"], "hello", {"protocol": 2, "status": "idle"})
     )
     assert hello["runner_id"] == mcp_paired["id"]
     structured(call(gateway.url, key, "revoke_runner", {"runner_id": rest_paired["id"]}))

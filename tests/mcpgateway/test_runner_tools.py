@@ -24,7 +24,7 @@ RESULT = {
     "output": "hello 0\n",
     "stderr_tail": "",
     "duration_ms": 12,
-    "runner_info": {"os": "linux", "python": "3.11", "runnercli_version": "test"},
+    "fingerprint": {"os": "linux", "python": "3.11", "runnercli_version": "test"},
 }
 
 
@@ -70,7 +70,7 @@ def dispatch_all(gateway: Any, user: Any, key: str, runner_id: int, cases: int) 
 
 
 def lease(gateway: Any, token: str, **args: Any) -> dict[str, Any]:
-    reply = structured(call(gateway.url, token, "lease_job", {"protocol": 1, **args}))
+    reply = structured(call(gateway.url, token, "lease_job", {"protocol": 2, **args}))
     assert reply["job"] is not None, reply
     return reply
 
@@ -94,7 +94,7 @@ class ParkedLease(threading.Thread):
             result = await client.call_tool(
                 "lease_job",
                 {
-                    "protocol": 1,
+                    "protocol": 2,
                     "wait_ms": self.wait_ms,
                     "capabilities": ["python"],
                     "status": "idle",
@@ -136,7 +136,7 @@ def test_a_whole_job_runs_through_the_mcp_tools_alone(gateway: Any, alice: Any, 
     beat = structured(
         call(gateway.url, token, "heartbeat_job", {**fence, "status": "running 1 job"})
     )
-    assert beat == {"accepted": True, "reason": "", "cancel": False}
+    assert beat == {"accepted": True, "reason": "", "cancel": False, "resumed": False}
     logged = structured(
         call(gateway.url, token, "report_case_log", {**fence, "lines": ["starting", "hello 0"]})
     )
@@ -236,13 +236,13 @@ def test_an_outdated_runner_is_told_to_update_and_takes_no_attempt(gateway: Any,
 def test_an_empty_queue_answers_no_job_after_wait_ms(gateway: Any, key: str) -> None:
     token = pair_via_rest(gateway, key)["token"]
     began = time.monotonic()
-    reply = structured(call(gateway.url, token, "lease_job", {"protocol": 1, "wait_ms": 700}))
+    reply = structured(call(gateway.url, token, "lease_job", {"protocol": 2, "wait_ms": 700}))
     waited = time.monotonic() - began
     assert reply == {"job": None, "lease": None, "update_required": False}
     assert 0.6 < waited < 10
     # A negative wait is clamped to "do not wait".
     began = time.monotonic()
-    structured(call(gateway.url, token, "lease_job", {"protocol": 1, "wait_ms": -5}))
+    structured(call(gateway.url, token, "lease_job", {"protocol": 2, "wait_ms": -5}))
     assert time.monotonic() - began < 2
 
 
@@ -253,7 +253,7 @@ def test_a_long_poll_whose_client_hung_up_leaves_no_job_leased(gateway: Any, key
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(
                 acall(
-                    gateway.url, paired["token"], "lease_job", {"protocol": 1, "wait_ms": 20_000}
+                    gateway.url, paired["token"], "lease_job", {"protocol": 2, "wait_ms": 20_000}
                 ),
                 1.0,
             )
@@ -314,7 +314,7 @@ def test_lease_job_stores_the_capabilities_the_runner_reports(gateway: Any, key:
             gateway.url,
             paired["token"],
             "lease_job",
-            {"protocol": 1, "capabilities": ["python", "claude"], "status": "idle"},
+            {"protocol": 2, "capabilities": ["python", "claude"], "status": "idle"},
         )
     )
     status, runners = rest(gateway.url, "GET", "/api/runners", key)
@@ -335,7 +335,7 @@ def test_a_runner_with_free_slots_leases_several_jobs_in_one_call(
     rest_of_it = lease(gateway, paired["token"], max_jobs=5)
     assert [g["job"]["case"]["key"] for g in rest_of_it["jobs"]] == ["c3", "c4"]
     empty = structured(
-        call(gateway.url, paired["token"], "lease_job", {"protocol": 1, "max_jobs": 2})
+        call(gateway.url, paired["token"], "lease_job", {"protocol": 2, "max_jobs": 2})
     )
     assert empty == {"job": None, "lease": None, "update_required": False, "jobs": []}
     assert RunnerJob.objects.filter(status=JobStatus.LEASED).count() == 5

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from runnercli.protocol import CaseJob
+from runnercli.protocol import CaseJob, HarnessSpec, harness_digest
 
 
 def make_job(
@@ -21,6 +21,9 @@ def make_job(
     name: str = "probe",
 ) -> CaseJob:
     """A CaseJob as the server sends it, for running the executor without a server."""
+    spec = HarnessSpec.model_validate(
+        {"command": command, "env": env or {}, "timeout_s": timeout_s}
+    )
     return CaseJob.model_validate(
         {
             "job_id": 1,
@@ -33,7 +36,9 @@ def make_job(
             "harness": {
                 "name": name,
                 "version": 1,
-                "spec": {"command": command, "env": env or {}, "timeout_s": timeout_s},
+                "digest": harness_digest(spec),
+                "author": "alice",
+                "spec": spec.model_dump(mode="json"),
             },
             "capabilities": ["python"],
             "timeout_s": timeout_s,

@@ -25,6 +25,7 @@ import psutil
 import pytest
 
 from accounts.services import api_key_create
+from runnercli.protocol import PROTOCOL_VERSION
 from runners.models import JobAttempt, RunnerJob
 from scorecards.models import CaseResult
 from scorecards.services import dataset_create, harness_create
@@ -412,7 +413,7 @@ def test_once_runs_one_job_and_exits_0(api: Api, alice: Any, tmp_path: Path) -> 
 def test_doctor_reports_the_runner_and_an_outdated_runner_is_told_to_upgrade(
     workspace: Any, alice: Any, tmp_path: Path
 ) -> None:
-    with daphne(tmp_path, EVERDICT_MIN_RUNNER_PROTOCOL=2) as server:
+    with daphne(tmp_path, EVERDICT_MIN_RUNNER_PROTOCOL=PROTOCOL_VERSION + 1) as server:
         api = Api(server, api_key_create(user=alice, name="e2e").key)
         paired = api.ok("POST", "/api/runners", {"label": "old", "capabilities": ["python"]})
         args = ["--server", server.url, "--token", paired["token"]]

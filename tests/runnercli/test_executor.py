@@ -153,8 +153,8 @@ def test_it_reports_exit_code_duration_runner_info_and_advisory_usage(script: Sc
     assert result.exit_code == 3
     assert result.duration_ms > 0
     assert result.usage == {"total_cost_usd": 0.25, "input_tokens": 10, "output_tokens": 4}
-    assert result.runner_info.python
-    assert result.runner_info.os.split()[0] in {"linux", "darwin", "windows"}
+    assert result.fingerprint.python
+    assert result.fingerprint.os in {"linux", "darwin", "windows"}
 
 
 def test_usage_is_none_when_the_output_is_not_json_or_carries_none() -> None:
