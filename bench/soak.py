@@ -55,8 +55,6 @@ from tests.cluster import (  # noqa: E402 (the repository root is put on the pat
     ok,
     redis_problem,
     scrape,
-    signal_group,
-    wait_exit,
 )
 
 KINDS = ("kill_runner", "pause_runner", "restart_replica", "restart_scheduler", "revoke_runner")
@@ -486,9 +484,9 @@ class Soak:
         event = self._event(
             "pause_runner", f"runner {runner.runner_id}", runner_id=runner.runner_id
         )
-        signal_group(runner.proc, signal.SIGSTOP)
+        runner.proc.signal_group(signal.SIGSTOP)
         time.sleep(self.config.pause_s)
-        signal_group(runner.proc, signal.SIGCONT)
+        runner.proc.signal_group(signal.SIGCONT)
         event.until = time.time()
         event.note = f"stopped {event.until - event.at:.1f}s"
 
@@ -519,7 +517,7 @@ class Soak:
         )
         self._api("DELETE", f"/api/runners/{runner.runner_id}")
         assert runner.proc is not None
-        code = wait_exit(runner.proc, timeout=self.config.wait_ms / 1000 + 15)
+        code = runner.proc.wait(self.config.wait_ms / 1000 + 15)
         if code != 3:
             self.report.violations.append(
                 f"revoked runner {runner.runner_id} did not exit with 3 (asking to pair "
