@@ -772,7 +772,8 @@ def _figures(params: dict[str, Any], job: str, attempt: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    import common
+    from databases import add_database_arguments, scratch_database
+    from servers import raise_open_files
 
     parser = argparse.ArgumentParser(
         description=(__doc__ or "").split("\n\n")[0],
@@ -803,7 +804,7 @@ def main() -> None:
     )
     parser.add_argument("--timeout", type=float, default=1800, help="give up after S seconds")
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
-    common.add_database_arguments(parser)
+    add_database_arguments(parser)
     parser.set_defaults(db_name="everdict_soak")
     args = parser.parse_args()
     if args.sqlite:
@@ -821,8 +822,8 @@ def main() -> None:
         timeout_s=args.timeout,
         verbose=not args.quiet,
     )
-    common.raise_open_files(8192)
-    with common.scratch_database(args) as scratch:
+    raise_open_files(8192)
+    with scratch_database(args) as scratch:
         report = Soak(config, scratch.workdir).run()
         print()
         print(report.text())
