@@ -17,12 +17,14 @@ import statistics
 import time
 from typing import Any
 
-import common
+from databases import Scratch, add_database_arguments, scratch_database
+from report import Summary, finish, machine_line
+from seeding import Member, pair_runners, seed_member, seed_suite
 
 TARGET_S = 1.0
 
 
-def start_run(member: common.Member, runner_id: int) -> tuple[float, int]:
+def start_run(member: Member, runner_id: int) -> tuple[float, int]:
     from scorecards.services import run_start
 
     began = time.perf_counter()
@@ -56,7 +58,7 @@ def take_rows(run_id: int, columns: list[str]) -> list[tuple[Any, ...]]:
     return [tuple(row) for row in rows]
 
 
-def raw_write(scratch: common.Scratch, columns: list[str], rows: list[tuple[Any, ...]]) -> float:
+def raw_write(scratch: Scratch, columns: list[str], rows: list[tuple[Any, ...]]) -> float:
     """Write the rows on a bare connection in one COPY / executemany; seconds, commit included."""
     names = ", ".join(columns)
     if scratch.is_postgres:
@@ -93,7 +95,7 @@ def raw_write(scratch: common.Scratch, columns: list[str], rows: list[tuple[Any,
         lite.close()
 
 
-def profile_once(member: common.Member, runner_id: int) -> str:
+def profile_once(member: Member, runner_id: int) -> str:
     from pyinstrument import Profiler
 
     profiler = Profiler(interval=0.0005)
@@ -110,17 +112,17 @@ def main() -> None:
     parser.add_argument(
         "--profile", action="store_true", help="profile one dispatch (also done on a miss)"
     )
-    common.add_database_arguments(parser)
+    add_database_arguments(parser)
     args = parser.parse_args()
 
-    summary = common.Summary(f"dispatch: a {args.cases:,}-case run")
-    with common.scratch_database(args) as scratch:
-        print(f"dispatch — {common.machine_line(scratch)}")
-        member = common.seed_member()
+    summary = Summary(f"dispatch: a {args.cases:,}-case run")
+    with scratch_database(args) as scratch:
+        print(f"dispatch — {machine_line(scratch)}")
+        member = seed_member()
         began = time.perf_counter()
-        common.seed_suite(member, name="big", cases=args.cases)
+        seed_suite(member, name="big", cases=args.cases)
         print(f"seeded a {args.cases:,}-case dataset in {time.perf_counter() - began:.1f} s")
-        runner_id, _token = common.pair_runners(member.user, 1)[0]
+        runner_id, _token = pair_runners(member.user, 1)[0]
 
         start_run(member, runner_id)  # warm-up: imports, caches, first connection
         timings: list[float] = []
@@ -158,7 +160,7 @@ def main() -> None:
         if args.profile or median > TARGET_S:
             print("\nprofile of one dispatch (pyinstrument):")
             print(profile_once(member, runner_id))
-    common.finish(summary, args)
+    finish(summary, args)
 
 
 if __name__ == "__main__":

@@ -33,8 +33,13 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-import common
 import wake_latency
+from databases import Scratch, add_database_arguments, scratch_database
+from mcp_runner import leased_jobs
+from report import Summary, finish, machine_line
+from seeding import Member, pair_runners, seed_member, seed_suite
+from servers import Server, daphne, raise_open_files, server_env
+from stats import latency_line, pct
 
 WAIT_MS = 30_000
 GIB = 2**30
@@ -70,7 +75,7 @@ def pair_idle_runners(count: int, owners: str) -> list[str]:
     user_model = get_user_model()
     if owners == "one":
         owner = user_model.objects.create_user("idle-owner", password=None)
-        return [token for _, token in common.pair_runners(owner, count, label="idle")]
+        return [token for _, token in pair_runners(owner, count, label="idle")]
     user_model.objects.bulk_create(
         [user_model(username=f"idle-{i}", password="!") for i in range(count)], batch_size=1000
     )
@@ -158,7 +163,7 @@ def client_process(
                 response.raise_for_status()
                 reply = lease_reply(response)
                 stats["polls"] += 1
-                if common.leased_jobs(reply.get("structuredContent")):
+                if leased_jobs(reply.get("structuredContent")):
                     stats["jobs"] += 1
                 if reply.get("isError"):
                     key = "tool error"
@@ -201,7 +206,7 @@ def scrape(url: str, name: str) -> float:
     return 0.0
 
 
-def db_counters(scratch: common.Scratch) -> tuple[int, int] | None:
+def db_counters(scratch: Scratch) -> tuple[int, int] | None:
     """(updates of runners_runner rows, transactions committed) so far, from pg_stat views."""
     if not scratch.is_postgres:
         return None
@@ -218,9 +223,7 @@ def db_counters(scratch: common.Scratch) -> tuple[int, int] | None:
     return int(updates[0] if updates else 0), int(commits[0] if commits else 0)
 
 
-def observe(
-    server: common.Server, scratch: common.Scratch, window: float, reading: Reading
-) -> None:
+def observe(server: Server, scratch: Scratch, window: float, reading: Reading) -> None:
     """Server CPU, peak RSS and database write rates over `window` seconds."""
     # Statistics reach the views within a second or so of each transaction.
     before = db_counters(scratch)
@@ -241,8 +244,8 @@ def observe(
 
 
 def wake(
-    server: common.Server,
-    member: common.Member,
+    server: Server,
+    member: Member,
     runner: tuple[int, str],
     jobs: int,
     reading: Reading,
@@ -268,14 +271,14 @@ def _describe(exc: BaseException) -> str:
 
 
 def measure_n(
-    scratch: common.Scratch,
+    scratch: Scratch,
     n: int,
     tokens: list[str],
-    member: common.Member,
+    member: Member,
     measured: tuple[int, str],
     args: argparse.Namespace,
 ) -> tuple[Reading, Reading]:
-    with common.daphne(scratch, f"idle-{n}", **args.daphne_env) as server:
+    with daphne(scratch, f"idle-{n}", **args.daphne_env) as server:
         # Baseline: the same server with no idle runner, after the same warm-up calls.
         base = Reading(runners=0)
         wake(server, member, measured, args.wake_jobs, base, args.wake_budget)
@@ -345,8 +348,8 @@ def print_reading(label: str, r: Reading) -> None:
     )
     if r.wake_failed:
         print(f"  wake latency: the measuring runner's calls failed ({r.wake_failed})")
-    print(common.latency_line("  wake latency of one job (ORM, after commit)", r.wake, 50))
-    print(common.latency_line("  bare hello round trip", r.hello, 50))
+    print(latency_line("  wake latency of one job (ORM, after commit)", r.wake, 50))
+    print(latency_line("  bare hello round trip", r.hello, 50))
 
 
 def main() -> None:
@@ -374,24 +377,24 @@ def main() -> None:
         default=None,
         help="server EVERDICT_WAKE_RECHECK_S (default: the server's own)",
     )
-    common.add_database_arguments(parser)
+    add_database_arguments(parser)
     args = parser.parse_args()
     counts = sorted({int(x) for x in args.n.split(",") if x.strip()})
-    args.daphne_env = common.server_env(args)
+    args.daphne_env = server_env(args)
     if args.recheck_s is not None:
         args.daphne_env["EVERDICT_WAKE_RECHECK_S"] = str(args.recheck_s)
     # Each session holds a socket on both sides: raise the limit for this process and,
     # by inheritance, for daphne and the client processes.
-    limit = common.raise_open_files(max(counts) * 2 + 4096)
+    limit = raise_open_files(max(counts) * 2 + 4096)
 
-    summary = common.Summary("idle runners: N parked long-polls on one daphne process")
-    with common.scratch_database(args) as scratch:
-        print(f"idle runners — {common.machine_line(scratch)}; open-file limit {limit}")
+    summary = Summary("idle runners: N parked long-polls on one daphne process")
+    with scratch_database(args) as scratch:
+        print(f"idle runners — {machine_line(scratch)}; open-file limit {limit}")
         from django.conf import settings
 
-        member = common.seed_member()
-        common.seed_suite(member, name="one", cases=1)
-        measured = common.pair_runners(member.user, 1, label="measured")[0]
+        member = seed_member()
+        seed_suite(member, name="one", cases=1)
+        measured = pair_runners(member.user, 1, label="measured")[0]
         began = time.perf_counter()
         tokens = pair_idle_runners(max(counts), args.owners)
         owned = "one member each" if args.owners == "each" else "all one member"
@@ -456,15 +459,15 @@ def main() -> None:
                     # 10 % for the window's edges: a write just inside it counts whole.
                     met=idle.runner_updates_per_s / n <= 1.1 / settings.EVERDICT_PRESENCE_WRITE_S,
                 )
-            p99, base99 = common.pct(idle.wake, 99), common.pct(base.wake, 99)
-            value = f"{common.pct(idle.wake, 50) * 1000:.1f} / {p99 * 1000:.1f} ms"
+            p99, base99 = pct(idle.wake, 99), pct(base.wake, 99)
+            value = f"{pct(idle.wake, 50) * 1000:.1f} / {p99 * 1000:.1f} ms"
             if idle.wake_failed:
                 value = f"failed after {len(idle.wake)} ({idle.wake_failed[:40]})"
             summary.add(
                 benchmark="idle_runners",
                 figure=f"wake p50 / p99, {n:,} idle",
                 value=value,
-                baseline=f"{common.pct(base.wake, 50) * 1000:.1f} / {base99 * 1000:.1f} ms",
+                baseline=f"{pct(base.wake, 50) * 1000:.1f} / {base99 * 1000:.1f} ms",
                 ratio=f"p99 {p99 / base99:.1f}x" if base99 > 0 and idle.wake else "-",
                 target="p99 <= 25 ms",
                 met=bool(idle.wake) and not idle.wake_failed and p99 <= 0.025,
@@ -473,7 +476,7 @@ def main() -> None:
             f"one rnr_ token per session, {args.client_procs} client processes; "
             f"idle runners {'each own member' if args.owners == 'each' else 'one member'}"
         )
-    common.finish(summary, args)
+    finish(summary, args)
 
 
 if __name__ == "__main__":

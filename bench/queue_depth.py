@@ -19,7 +19,10 @@ import time
 from datetime import timedelta
 from typing import Any
 
-import common
+from databases import add_database_arguments, scratch_database
+from report import Summary, finish, machine_line
+from seeding import Member, pair_runners, seed_member, seed_suite
+from stats import latency_line, ms, pct
 
 
 def parse_levels(text: str) -> list[int]:
@@ -43,7 +46,7 @@ def filler_owners(count: int) -> list[int]:
     )
 
 
-def filler_run(member: common.Member) -> tuple[int, int]:
+def filler_run(member: Member) -> tuple[int, int]:
     """A run and a batch for the filler jobs to hang on (the claim never reads either)."""
     from runners.models import JobBatch
     from scorecards.models import DatasetVersion, HarnessVersion, Run, Workspace
@@ -118,7 +121,7 @@ def vacuum() -> None:
 # ------------------------------------------------------------------------ measuring
 
 
-def dispatch_mine(member: common.Member, runner_id: int, cases: int) -> None:
+def dispatch_mine(member: Member, runner_id: int, cases: int) -> None:
     from scorecards.services import run_start
 
     run_start(
@@ -213,17 +216,17 @@ def main() -> None:
     parser.add_argument(
         "--owners", type=int, default=100, help="other owners the filler spreads over"
     )
-    common.add_database_arguments(parser)
+    add_database_arguments(parser)
     args = parser.parse_args()
 
-    summary = common.Summary("queue depth: claim latency with other owners' jobs queued")
-    with common.scratch_database(args) as scratch:
-        print(f"queue depth — {common.machine_line(scratch)}")
-        member = common.seed_member()
-        common.seed_suite(member, name="mine", cases=args.claims)
+    summary = Summary("queue depth: claim latency with other owners' jobs queued")
+    with scratch_database(args) as scratch:
+        print(f"queue depth — {machine_line(scratch)}")
+        member = seed_member()
+        seed_suite(member, name="mine", cases=args.claims)
         from runners.models import Runner
 
-        runner_id, _token = common.pair_runners(member.user, 1)[0]
+        runner_id, _token = pair_runners(member.user, 1)[0]
         runner = Runner.objects.get(pk=runner_id)
         owners = filler_owners(args.owners)
         run_id, batch_id = filler_run(member)
@@ -242,12 +245,12 @@ def main() -> None:
             raw = claim_raw(statement, args.claims)
             plan = explain(statement)
             queued = count_queued()
-            p50_service, p50_raw = common.pct(service, 50), common.pct(raw, 50)
+            p50_service, p50_raw = pct(service, 50), pct(raw, 50)
             if level == args.levels[0]:
                 base_service, base_raw = p50_service, p50_raw
             print(f"depth {level:,} other owners' jobs ({queued:,} queued in all)")
-            print(common.latency_line("  job_lease service call (claim + attempt)", service))
-            print(common.latency_line("  claim statement alone", raw))
+            print(latency_line("  job_lease service call (claim + attempt)", service))
+            print(latency_line("  claim statement alone", raw))
             print(f"  plan of the claim statement:\n{plan}")
             for label, value, base in (
                 ("job_lease p50", p50_service, base_service),
@@ -257,8 +260,8 @@ def main() -> None:
                 summary.add(
                     benchmark="queue_depth",
                     figure=f"{label} @ {level:,}",
-                    value=common.ms(value),
-                    baseline=f"{common.ms(base)} @ {args.levels[0]:,}",
+                    value=ms(value),
+                    baseline=f"{ms(base)} @ {args.levels[0]:,}",
                     ratio=f"{ratio:.2f}x",
                     target="<= 2x",
                     met=ratio <= 2.0,
@@ -267,7 +270,7 @@ def main() -> None:
             f"{args.claims} claims per depth; filler spread over {args.owners} other owners, "
             "older than the measured jobs; VACUUM ANALYZE after each fill"
         )
-    common.finish(summary, args)
+    finish(summary, args)
 
 
 if __name__ == "__main__":

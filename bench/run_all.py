@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import common
+from report import Row, print_table
 
 BENCH = Path(__file__).resolve().parent
 
@@ -45,7 +45,7 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown benchmarks: {sorted(unknown)}; known: {list(PLAN)}")
 
-    rows: list[common.Row] = []
+    rows: list[Row] = []
     notes: list[str] = []
     failed: list[str] = []
     began = time.monotonic()
@@ -77,11 +77,11 @@ def main() -> None:
                 failed.append(name)
                 continue
             data = json.loads(out.read_text())
-            rows += [common.Row(**row) for row in data["rows"]]
+            rows += [Row(**row) for row in data["rows"]]
             notes += [f"{name}: {note}" for note in data["notes"]]
 
     print(f"\n==== all benchmarks ({time.monotonic() - began:.0f} s)")
-    common.print_table(rows)
+    print_table(rows)
     for note in notes:
         print(f"  note: {note}")
     if failed:

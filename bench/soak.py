@@ -55,8 +55,6 @@ from tests.cluster import (  # noqa: E402 (the repository root is put on the pat
     ok,
     redis_problem,
     scrape,
-    signal_group,
-    wait_exit,
 )
 
 KINDS = ("kill_runner", "pause_runner", "restart_replica", "restart_scheduler", "revoke_runner")
@@ -486,9 +484,9 @@ class Soak:
         event = self._event(
             "pause_runner", f"runner {runner.runner_id}", runner_id=runner.runner_id
         )
-        signal_group(runner.proc, signal.SIGSTOP)
+        runner.proc.signal_group(signal.SIGSTOP)
         time.sleep(self.config.pause_s)
-        signal_group(runner.proc, signal.SIGCONT)
+        runner.proc.signal_group(signal.SIGCONT)
         event.until = time.time()
         event.note = f"stopped {event.until - event.at:.1f}s"
 
@@ -519,7 +517,7 @@ class Soak:
         )
         self._api("DELETE", f"/api/runners/{runner.runner_id}")
         assert runner.proc is not None
-        code = wait_exit(runner.proc, timeout=self.config.wait_ms / 1000 + 15)
+        code = runner.proc.wait(self.config.wait_ms / 1000 + 15)
         if code != 3:
             self.report.violations.append(
                 f"revoked runner {runner.runner_id} did not exit with 3 (asking to pair "
@@ -774,7 +772,8 @@ def _figures(params: dict[str, Any], job: str, attempt: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    import common
+    from databases import add_database_arguments, scratch_database
+    from servers import raise_open_files
 
     parser = argparse.ArgumentParser(
         description=(__doc__ or "").split("\n\n")[0],
@@ -805,7 +804,7 @@ def main() -> None:
     )
     parser.add_argument("--timeout", type=float, default=1800, help="give up after S seconds")
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
-    common.add_database_arguments(parser)
+    add_database_arguments(parser)
     parser.set_defaults(db_name="everdict_soak")
     args = parser.parse_args()
     if args.sqlite:
@@ -823,8 +822,8 @@ def main() -> None:
         timeout_s=args.timeout,
         verbose=not args.quiet,
     )
-    common.raise_open_files(8192)
-    with common.scratch_database(args) as scratch:
+    raise_open_files(8192)
+    with scratch_database(args) as scratch:
         report = Soak(config, scratch.workdir).run()
         print()
         print(report.text())

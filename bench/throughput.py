@@ -27,7 +27,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import common
+from databases import Scratch, add_database_arguments, scratch_database
+from mcp_runner import leased_jobs, mcp_session, no_op_result
+from report import Summary, finish, machine_line
+from seeding import Member, pair_runners, seed_member, seed_suite
+from server_profile import ServerProfile
+from servers import Server, daphne, server_env
 
 WAIT_MS = 1000
 
@@ -112,7 +117,7 @@ def raw_worker(url: str, owner: int, runner: int, per_claim: int, go: Any, resul
         results.put({"error": repr(exc)})
 
 
-def queue_all(member: common.Member, cases: str, runner_ids: list[int]) -> int:
+def queue_all(member: Member, cases: str, runner_ids: list[int]) -> int:
     """Dispatch a run through the service and make every one of its jobs claimable at once."""
     from django.db import connection
 
@@ -144,8 +149,8 @@ def vacuum() -> None:
 
 
 def measure_raw(
-    scratch: common.Scratch,
-    member: common.Member,
+    scratch: Scratch,
+    member: Member,
     runner_ids: list[int],
     suite: str,
     per_claim: int,
@@ -198,7 +203,7 @@ async def _worker(
         stats["lease"] += 1
         if reply.is_error:
             raise RuntimeError(f"lease_job failed: {reply.content}")
-        jobs = common.leased_jobs(reply.structured_content)
+        jobs = leased_jobs(reply.structured_content)
         if not jobs:
             continue
         if batch > 1:
@@ -210,7 +215,7 @@ async def _worker(
                         {
                             "job_id": j["job_id"],
                             "lease_epoch": j["lease_epoch"],
-                            "result": common.no_op_result(),
+                            "result": no_op_result(),
                         }
                         for j in jobs
                     ]
@@ -227,7 +232,7 @@ async def _worker(
                 {
                     "job_id": jobs[0]["job_id"],
                     "lease_epoch": jobs[0]["lease_epoch"],
-                    "result": common.no_op_result(),
+                    "result": no_op_result(),
                 },
             )
             stats["submit"] += 1
@@ -259,7 +264,7 @@ def client_process(
         async with AsyncExitStack() as stack:
             clients = [
                 await stack.enter_async_context(
-                    common.mcp_session(url, t, read_timeout=WAIT_MS / 1000 + 30)
+                    mcp_session(url, t, read_timeout=WAIT_MS / 1000 + 30)
                 )
                 for t in tokens
             ]
@@ -284,8 +289,8 @@ def client_process(
 
 
 def measure_mcp(
-    server: common.Server,
-    member: common.Member,
+    server: Server,
+    member: Member,
     tokens: list[str],
     suite: str,
     jobs: int,
@@ -326,11 +331,7 @@ def measure_mcp(
     for child in children:
         child.start()
     ready.wait()
-    spy = (
-        common.ServerProfile(server.pid, server.log.with_suffix(f".b{batch}.spy"))
-        if profile
-        else None
-    )
+    spy = ServerProfile(server.pid, server.log.with_suffix(f".b{batch}.spy")) if profile else None
     cpu_before = server.cpu_seconds()
     go.set()
     time.sleep(0.2)  # the workers' first long-polls park on the empty queue
@@ -385,27 +386,27 @@ def main() -> None:
     parser.add_argument(
         "--profile", action="store_true", help="sample the server with py-spy during MCP phases"
     )
-    common.add_database_arguments(parser)
+    add_database_arguments(parser)
     args = parser.parse_args()
     if args.sqlite:
         parser.error("the raw limit is a PostgreSQL SKIP LOCKED loop: run on PostgreSQL")
     sizes = sorted({int(x) for x in args.batch.split(",") if x.strip()} - {1})
 
-    summary = common.Summary("throughput: whole path over MCP vs the raw SKIP LOCKED limit")
-    with common.scratch_database(args) as scratch:
-        print(f"throughput — {common.machine_line(scratch)}")
-        member = common.seed_member()
+    summary = Summary("throughput: whole path over MCP vs the raw SKIP LOCKED limit")
+    with scratch_database(args) as scratch:
+        print(f"throughput — {machine_line(scratch)}")
+        member = seed_member()
         for n in (1, *sizes):
-            common.seed_suite(member, name=f"raw-{n}", cases=args.raw_jobs)
-            common.seed_suite(member, name=f"mcp-{n}", cases=args.jobs)
-        paired = common.pair_runners(member.user, args.workers, label="worker")
+            seed_suite(member, name=f"raw-{n}", cases=args.raw_jobs)
+            seed_suite(member, name=f"mcp-{n}", cases=args.jobs)
+        paired = pair_runners(member.user, args.workers, label="worker")
         runner_ids = [rid for rid, _ in paired]
         tokens = [token for _, token in paired]
 
         # Each batch size beside the raw loop claiming as many per transaction.
         raw = {n: measure_raw(scratch, member, runner_ids, f"raw-{n}", n) for n in (1, *sizes)}
         mcp: dict[int, Phase] = {}
-        with common.daphne(scratch, **common.server_env(args)) as server:
+        with daphne(scratch, **server_env(args)) as server:
             for n in (1, *sizes):
                 mcp[n] = measure_mcp(
                     server,
@@ -452,7 +453,7 @@ def main() -> None:
                 f"{p.label}: {p.calls_per_job:.2f} MCP calls per job;"
                 f" {p.rate / raw[1].rate:.0%} of raw 1/claim"
             )
-    common.finish(summary, args)
+    finish(summary, args)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,12 @@ import time
 from contextlib import ExitStack
 from typing import Any
 
-import common
+from databases import add_database_arguments, scratch_database
+from mcp_runner import leased_jobs, mcp_session, no_op_result
+from report import Summary, finish, machine_line
+from seeding import Member, pair_runners, seed_member, seed_suite
+from servers import daphne, server_env
+from stats import latency_line, pct
 
 WAIT_MS = 30_000
 PARK_S = 0.025
@@ -42,7 +47,7 @@ LABELS = {
 }
 
 
-def dispatch_orm(member: common.Member, runner_id: int) -> tuple[int, float]:
+def dispatch_orm(member: Member, runner_id: int) -> tuple[int, float]:
     """Start a one-case run through the service; stamp the moment it has committed."""
     from scorecards.services import run_start
 
@@ -69,7 +74,7 @@ async def measure(
     mode: str,
     runner_url: str,
     rest_url: str,
-    member: common.Member,
+    member: Member,
     token: str,
     runner_id: int,
     jobs: int,
@@ -85,7 +90,7 @@ async def measure(
     rest = httpx2.AsyncClient(
         base_url=rest_url, headers={"Authorization": f"Bearer {member.api_key}"}, timeout=60
     )
-    async with rest, common.mcp_session(runner_url, token, read_timeout=WAIT_MS / 1000 + 30) as c:
+    async with rest, mcp_session(runner_url, token, read_timeout=WAIT_MS / 1000 + 30) as c:
         deadline = None if budget_s is None else time.monotonic() + budget_s
         for i in range(warmup + jobs):
             if deadline is not None and time.monotonic() > deadline:
@@ -113,7 +118,7 @@ async def measure(
                 run_id, committed = response.json()["id"], 0.0
             leased = await poll
             got = time.time()
-            jobs_got = common.leased_jobs(leased.structured_content)
+            jobs_got = leased_jobs(leased.structured_content)
             if not jobs_got:
                 raise RuntimeError(f"the poll answered without the job: {leased}")
             if measured:
@@ -127,7 +132,7 @@ async def measure(
                 {
                     "job_id": job["job_id"],
                     "lease_epoch": job["lease_epoch"],
-                    "result": common.no_op_result(),
+                    "result": no_op_result(),
                 },
             )
             if ack.is_error:
@@ -145,7 +150,7 @@ def main() -> None:
     parser.add_argument(
         "--modes", default="same,orm,rest-b", help="which of same,orm,rest-b (default all)"
     )
-    common.add_database_arguments(parser)
+    add_database_arguments(parser)
     args = parser.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = set(modes) - set(TARGETS)
@@ -154,16 +159,16 @@ def main() -> None:
     if args.sqlite:
         modes = [m for m in modes if m == "same"]
 
-    summary = common.Summary("wake latency: dispatch commit → idle long-poller has the job")
-    with common.scratch_database(args) as scratch, ExitStack() as stack:
-        print(f"wake latency — {common.machine_line(scratch)}")
-        member = common.seed_member()
-        common.seed_suite(member, name="one", cases=1)
-        runner_id, token = common.pair_runners(member.user, 1)[0]
-        env: dict[str, Any] = {"EVERDICT_WAKE_RECHECK_S": 30, **common.server_env(args)}
-        a = stack.enter_context(common.daphne(scratch, "replica-a", **env))
+    summary = Summary("wake latency: dispatch commit → idle long-poller has the job")
+    with scratch_database(args) as scratch, ExitStack() as stack:
+        print(f"wake latency — {machine_line(scratch)}")
+        member = seed_member()
+        seed_suite(member, name="one", cases=1)
+        runner_id, token = pair_runners(member.user, 1)[0]
+        env: dict[str, Any] = {"EVERDICT_WAKE_RECHECK_S": 30, **server_env(args)}
+        a = stack.enter_context(daphne(scratch, "replica-a", **env))
         b = (
-            stack.enter_context(common.daphne(scratch, "replica-b", **env))
+            stack.enter_context(daphne(scratch, "replica-b", **env))
             if ("rest-b" in modes)
             else None
         )
@@ -176,13 +181,13 @@ def main() -> None:
 
     print()
     for mode, (wake, hello) in results.items():
-        print(common.latency_line(LABELS[mode], wake, 56))
-        print(common.latency_line("  baseline: bare hello round trip on A", hello, 56))
+        print(latency_line(LABELS[mode], wake, 56))
+        print(latency_line("  baseline: bare hello round trip on A", hello, 56))
         negative = sum(1 for w in wake if w < 0)
         if negative:
             print(f"  ({negative} samples below zero: clock or stamp order; kept as measured)")
     for mode, (wake, hello) in results.items():
-        p99, p50, base = common.pct(wake, 99), common.pct(wake, 50), common.pct(hello, 50)
+        p99, p50, base = pct(wake, 99), pct(wake, 50), pct(hello, 50)
         summary.add(
             benchmark="wake_latency",
             figure=f"{LABELS[mode].split(' (')[0]} p50 / p99",
@@ -198,7 +203,7 @@ def main() -> None:
     )
     if args.sqlite:
         summary.notes.append("SQLite: one process, so no cross-replica figure")
-    common.finish(summary, args)
+    finish(summary, args)
 
 
 if __name__ == "__main__":

@@ -16,17 +16,24 @@ import argparse
 import contextlib
 import os
 import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
+
+from everdict.processes import (
+    Proc,
+    ProcessExited,
+    check_alive,
+    check_port_free,
+    daphne_args,
+    descendants,
+    kill,
+    spawn,
+    wait_http,
+)
 
 USERNAME = PASSWORD = "demo"
 WORKSPACE = "demo"
@@ -150,106 +157,55 @@ def demo_runner(user: Any, config_file: Path, server: str) -> Any:
 # ------------------------------------------------------------------ processes
 
 
-@dataclass
-class Child:
-    name: str
-    popen: subprocess.Popen[bytes]
-    log: Path
-
-
 class Children:
     """The processes the demo started, each leading a process group of its own."""
 
     def __init__(self, log_dir: Path) -> None:
         self.log_dir = log_dir
-        self.started: list[Child] = []
+        self.started: list[Proc] = []
 
-    def start(self, name: str, args: list[str], env: dict[str, str]) -> Child:
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        log = self.log_dir / f"{name}.log"
-        with log.open("ab") as handle:
-            popen = subprocess.Popen(
-                args,
-                cwd=Path(__file__).resolve().parent.parent,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=handle,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        child = Child(name, popen, log)
-        self.started.append(child)
-        return child
-
-    def dead(self) -> list[Child]:
-        return [c for c in self.started if c.popen.poll() is not None]
+    def start(self, name: str, args: list[str], env: dict[str, str]) -> Proc:
+        # Appended to: a second start keeps the logs of the first.
+        proc = spawn(args, self.log_dir / f"{name}.log", env, append=True)
+        self.started.append(proc)
+        return proc
 
     def stop_all(self, grace_s: float = 10.0) -> None:
         """Stop in reverse order, each group SIGTERM then SIGKILL after `grace_s`: the
         runner goes first and finishes its cases while the server can still take them."""
         # A second Ctrl-C must not cut this short and leave processes behind.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        strays = _descendants()
-        for child in reversed(self.started):
-            _signal_group(child.popen, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                child.popen.wait(grace_s)
-            _signal_group(child.popen, signal.SIGKILL)
-            child.popen.wait()
+        strays = descendants()
+        for proc in reversed(self.started):
+            proc.stop(grace_s=grace_s)
         # A case process that escaped its group (its own session) must not outlive us.
-        for proc in strays:
-            with contextlib.suppress(Exception):
-                proc.kill()
-
-
-def _signal_group(popen: subprocess.Popen[bytes], sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(popen.pid, sig)
-
-
-def _descendants() -> list[Any]:
-    try:
-        import psutil
-    except ImportError:  # a runtime-only install: process groups are all we have
-        return []
-    return list(psutil.Process().children(recursive=True))
+        kill(strays)
 
 
 def _check_port_free(port: int) -> None:
-    with socket.socket() as probe:
-        # As the server will: connections of an earlier run lingering in TIME_WAIT do not
-        # hold the port, a listener does.
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((HOST, port))
-        except OSError as exc:
-            raise DemoError(
-                f"port {port} on {HOST} is already in use ({exc.strerror}): stop whatever "
-                f"listens there, or pick another port with --port N or EVERDICT_DEMO_PORT=N"
-            ) from exc
+    try:
+        check_port_free(port, HOST)
+    except OSError as exc:
+        raise DemoError(
+            f"port {port} on {HOST} is already in use ({exc.strerror}): stop whatever "
+            f"listens there, or pick another port with --port N or EVERDICT_DEMO_PORT=N"
+        ) from exc
 
 
 def _wait_http(url: str, children: Children, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        _check_alive(children)
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            return
-        except urllib.error.HTTPError:
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise DemoError(f"the server did not answer at {url} within {timeout_s:.0f}s")
+    try:
+        wait_http(url, timeout_s=timeout_s, watch=children.started, interval_s=0.2)
+    except ProcessExited as exc:
+        raise DemoError(str(exc)) from exc
+    except TimeoutError as exc:
+        raise DemoError(f"the server did not answer at {url} within {timeout_s:.0f}s") from exc
 
 
 def _check_alive(children: Children) -> None:
-    for child in children.dead():
-        tail = child.log.read_text(errors="replace").splitlines()[-15:]
-        raise DemoError(
-            f"{child.name} exited with code {child.popen.returncode}; the end of {child.log}:\n"
-            + "\n".join(f"  {line}" for line in tail)
-        )
+    try:
+        check_alive(children.started)
+    except ProcessExited as exc:
+        raise DemoError(str(exc)) from exc
 
 
 # ------------------------------------------------------------------ the run
@@ -391,11 +347,7 @@ def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     python = sys.executable
     console.print(f"Starting the server at {server} and the scheduler (logs in {children.log_dir})")
-    children.start(
-        "daphne",
-        [python, "-m", "daphne", "-b", HOST, "-p", str(args.port), "everdict.asgi:application"],
-        env,
-    )
+    children.start("daphne", daphne_args(args.port, HOST), env)
     children.start("scheduler", [python, "manage.py", "scheduler"], env)
     _wait_http(f"{server}/healthz", children)
     config_file = state_dir / "demo-runner.json"

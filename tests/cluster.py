@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -111,14 +110,6 @@ def metric_sum(text: str, name: str) -> dict[str, float]:
 # ---------------------------------------------------------------------- processes
 
 
-def signal_group(proc: Proc, sig: int) -> None:
-    """Send a signal to the process and everything it started in its session."""
-    try:
-        os.killpg(proc.pid, sig)
-    except ProcessLookupError:
-        pass
-
-
 @dataclass
 class Replica:
     index: int
@@ -203,11 +194,11 @@ class Cluster:
         procs += [r.proc for r in self.replicas if r.proc is not None]
         live = [p for p in procs if p.popen.poll() is None]
         for proc in live:
-            signal_group(proc, signal.SIGCONT)
-            signal_group(proc, signal.SIGTERM)
+            proc.signal_group(signal.SIGCONT)
+            proc.signal_group(signal.SIGTERM)
         deadline = time.monotonic() + 15
         for proc in live:
-            if wait_exit(proc, max(0.1, deadline - time.monotonic())) is None:
+            if proc.wait(max(0.1, deadline - time.monotonic())) is None:
                 proc.stop(signal.SIGKILL)
 
     # ---- replicas
@@ -303,7 +294,7 @@ class Cluster:
         """`kill -9` the runner and the cases it is running."""
         runner.down = True
         if runner.proc is not None:
-            signal_group(runner.proc, signal.SIGKILL)
+            runner.proc.signal_group(signal.SIGKILL)
             runner.exits.append(runner.proc.popen.wait(10))
 
     def live_runners(self) -> list[RunnerProcess]:
@@ -321,10 +312,3 @@ class Cluster:
             ):
                 found.append((runner, code))
         return found
-
-
-def wait_exit(proc: Proc, timeout: float) -> int | None:
-    try:
-        return proc.popen.wait(timeout)
-    except subprocess.TimeoutExpired:
-        return None

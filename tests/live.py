@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
 import time
 import urllib.error
@@ -18,13 +15,12 @@ from typing import Any
 
 from django.db import connection
 
+from everdict.processes import Proc, daphne_args, free_port, spawn
+from everdict.processes import wait_http as wait_http_until
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+# A server that dies while starting shows this much of its log in the failure.
+TAIL_LINES = 40
 
 
 def test_database_url() -> str:
@@ -56,55 +52,10 @@ def server_env(**overrides: Any) -> dict[str, str]:
     return env
 
 
-class Proc:
-    def __init__(self, popen: subprocess.Popen[bytes], log: Path) -> None:
-        self.popen = popen
-        self.log = log
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10) -> int | None:
-        if self.popen.poll() is None:
-            try:
-                os.killpg(self.popen.pid, sig)
-            except ProcessLookupError:
-                pass
-            try:
-                self.popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.popen.pid, signal.SIGKILL)
-                self.popen.wait(5)
-        return self.popen.returncode
-
-
-def spawn(args: list[str], log: Path, env: dict[str, str], cwd: Path = ROOT) -> Proc:
-    handle = log.open("wb")
-    popen = subprocess.Popen(
-        args, cwd=cwd, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    return Proc(popen, log)
-
-
 def wait_http(url: str, timeout: float = 30, proc: Proc | None = None) -> None:
     """Wait until `url` answers; give up at once if `proc` (the server) has exited."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            return
-        except urllib.error.HTTPError:
-            return
-        except OSError as exc:
-            if proc is not None and proc.popen.poll() is not None:
-                raise RuntimeError(f"{url}: the process exited:\n{proc.output()[-3000:]}") from exc
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{url} did not answer within {timeout}s") from exc
-            time.sleep(0.1)
+    watch = [proc] if proc is not None else []
+    wait_http_until(url, timeout_s=timeout, watch=watch, tail_lines=TAIL_LINES)
 
 
 def rest(
@@ -128,14 +79,6 @@ def rest(
             return exc.code, json.loads(raw) if raw else None
         except ValueError:
             return exc.code, raw.decode(errors="replace")
-
-
-def daphne_args(port: int) -> list[str]:
-    """The command that serves the project on a loopback port, as in production."""
-    return [
-        *(sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)),
-        "everdict.asgi:application",
-    ]
 
 
 class LiveServer:
