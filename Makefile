@@ -7,7 +7,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
 
-.PHONY: install test lint test-sqlite test-postgres demo serve bench browser-deps node-deps clean
+.PHONY: install test lint test-sqlite test-postgres demo serve bench browser-deps node-deps oidc-deps clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python >= 3.11 is required"; exit 1; }
@@ -33,6 +33,17 @@ node-deps:
 		npm install --silent --no-audit --no-fund node@22 @modelcontextprotocol/inspector@latest >/dev/null 2>&1 \
 		|| echo "MCP Inspector could not be installed: its test will be skipped"; }
 
+# The OpenID provider the sign-in tests start (npm's oidc-provider, under var/node). Unlike
+# node-deps a failed install fails: CI sets REQUIRE_OIDC and must not pass without it.
+# 8.8.1: neither 8.x nor 9.x declares engines, but 9.x warns on start that it wants Node 22,
+# while 8.x supports Node >= 18, so it runs on the machine's Node 20 as published.
+OIDC_PROVIDER_VERSION := 8.8.1
+oidc-deps:
+	@grep -qs '"version": "$(OIDC_PROVIDER_VERSION)"' var/node/node_modules/oidc-provider/package.json || { \
+		mkdir -p var/node && cd var/node && \
+		( test -f package.json || echo '{"private": true}' > package.json ) && \
+		npm install --loglevel=error --no-audit --no-fund --save-exact oidc-provider@$(OIDC_PROVIDER_VERSION); }
+
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -51,7 +62,7 @@ test-postgres: install
 		echo "PostgreSQL at $(TEST_DATABASE_URL) is unreachable: skipping the PostgreSQL pass"; \
 	fi
 
-test: install browser-deps node-deps lint test-sqlite test-postgres
+test: install browser-deps node-deps oidc-deps lint test-sqlite test-postgres
 
 demo: install
 	$(PY) -m everdict.demo
