@@ -357,7 +357,17 @@ def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console
     runner_env.pop("DJANGO_SETTINGS_MODULE", None)
     children.start(
         "runner",
-        [python, "-m", "runnercli", "run", "--server", server, "--max-concurrent", "2"],
+        [
+            python,
+            "-m",
+            "runnercli",
+            "run",
+            "--server",
+            server,
+            "--max-concurrent",
+            "2",
+            "--allow-any",
+        ],
         runner_env,
     )
     run = run_start(

@@ -198,6 +198,11 @@ def pair(
 @capability_option
 @click.option("--once", is_flag=True, help="Wait for one job, run it, exit.")
 @allow_option
+@click.option(
+    "--allow-any",
+    is_flag=True,
+    help="Run any harness the server sends, without asking (throwaway machines only).",
+)
 @config_option
 def run(
     server: str | None,
@@ -207,6 +212,7 @@ def run(
     capabilities: tuple[str, ...],
     once: bool,
     allow: tuple[str, ...],
+    allow_any: bool,
     config_file: str | None,
 ) -> None:
     """Pull jobs for this machine and run them until stopped (Ctrl-C drains, twice aborts)."""
@@ -218,6 +224,7 @@ def run(
             config.capabilities, _check_capabilities(capabilities), detected_capabilities()
         ),
         allow=merge_capabilities(config.allow, list(allow)),
+        allow_any=allow_any,
         max_concurrent=max_concurrent,
         wait_ms=wait_ms,
         once=once,

@@ -39,6 +39,8 @@ from runnercli.status import StatusLine, shorten
 class RunOptions:
     capabilities: list[str]
     allow: list[str] = field(default_factory=list)
+    # The member opted out of being asked: printed loudly at start.
+    allow_any: bool = False
     max_concurrent: int = 1
     wait_ms: int = 25_000
     once: bool = False
@@ -168,6 +170,12 @@ class RunnerLoop(JobHandling):
                     EXIT_UPDATE_REQUIRED, UPGRADE_MESSAGE.format(protocol=PROTOCOL_VERSION)
                 )
             allowed = ", ".join(self.options.allow) or "any harness"
+            if self.options.allow_any:
+                allowed = "ANY harness the server sends (--allow-any)"
+                self.status.event(
+                    "⚠ --allow-any: this runner runs any harness the server sends, as you, "
+                    "without asking. Use it on throwaway machines only."
+                )
             slots = 1 if self.options.once else self.options.max_concurrent
             self.status.event(
                 f"connected to {self.client.url} as runner {hello.runner_id} “{hello.label}” of "

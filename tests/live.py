@@ -117,8 +117,16 @@ def scheduler(tmp_path: Path, **env: Any) -> Iterator[Proc]:
         proc.stop()
 
 
-def runner_cli(tmp_path: Path, args: list[str], name: str = "runner", **env: Any) -> Proc:
-    """Start `python -m runnercli …` as a member would, with its own config file."""
+def runner_cli(
+    tmp_path: Path, args: list[str], name: str = "runner", *, allow_any: bool = True, **env: Any
+) -> Proc:
+    """Start `python -m runnercli …` as a member would, with its own config file.
+
+    A `run` is started with `--allow-any` (these tests are not about consent) unless
+    `allow_any` is False.
+    """
+    if allow_any and args[:1] == ["run"] and "--allow-any" not in args:
+        args = ["run", "--allow-any", *args[1:]]
     child_env = dict(os.environ)
     child_env.update(
         {
