@@ -113,7 +113,20 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test{_TEST_DB_SUFFIX}.sqlite3")}
     VAR_DIR.mkdir(exist_ok=True)
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    DATABASES["default"]["CONN_MAX_AGE"] = _int("DB_CONN_MAX_AGE", 60)
+    # A pool per process: under ASGI each request's sync code closes its connection at the
+    # end, so without one every page, API call and tool call pays a connection set-up.
+    # Size it so replicas × EVERDICT_DB_POOL_MAX (+ schedulers) stays under the server's
+    # max_connections; 0 turns pooling off (then DB_CONN_MAX_AGE applies).
+    _POOL_MAX = _int("EVERDICT_DB_POOL_MAX", 10)
+    if _POOL_MAX:
+        DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django requires it with a pool
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": min(2, _POOL_MAX),
+            "max_size": _POOL_MAX,
+            "timeout": 10,
+        }
+    else:
+        DATABASES["default"]["CONN_MAX_AGE"] = _int("DB_CONN_MAX_AGE", 60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}{_TEST_DB_SUFFIX}"}
 
