@@ -15,6 +15,7 @@ from allauth.socialaccount.models import SocialAccount
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from accounts.oidc.idtoken import IdTokenError, verify_id_token
 from tests.accounts.conftest import SignIn, use_provider
 from tests.accounts.oidc_client import swapping_token_endpoint
 from tests.oidc import ALICE, BOB, CHARLIE, Provider, signing_key
@@ -229,3 +230,42 @@ def test_a_password_member_logs_out_here_only(client: Client, idp: Provider, ali
 
     assert reply["Location"] == "/login/"
     assert signed_in(client) is None
+
+
+def test_the_verification_function_refuses_what_the_provider_did_not_sign_for_us(
+    idp: Provider,
+) -> None:
+    discovery = idp.discovery()
+
+    def verify(token: str, nonce: str | None = "n") -> dict[str, Any]:
+        return verify_id_token(token, discovery=discovery, client_id=idp.client_id, nonce=nonce)
+
+    assert verify(idp.mint_id_token(nonce="n"))["sub"] == ALICE.sub
+    refusals = {
+        "wrong audience": idp.mint_id_token(nonce="n", aud="someone-else"),
+        "expired": idp.mint_id_token(nonce="n", iat=1, exp=2),
+        "no expiry": idp.mint_id_token(nonce="n", exp=None),
+        "several audiences, not azp": idp.mint_id_token(nonce="n", aud=[idp.client_id, "x"]),
+        "HMAC with the client secret": jwt.encode(
+            {
+                "iss": idp.issuer,
+                "aud": idp.client_id,
+                "sub": "s",
+                "iat": 1,
+                "exp": 2**31,
+                "nonce": "n",
+            },
+            idp.client_secret,
+            algorithm="HS256",
+            headers={"kid": idp.kid},
+        ),
+        "unsigned": jwt.encode({"nonce": "n"}, None, algorithm="none"),
+    }
+    for what, token in refusals.items():
+        with pytest.raises(IdTokenError):
+            verify(token)
+            pytest.fail(f"accepted: {what}")
+    with pytest.raises(IdTokenError):
+        verify(idp.mint_id_token(nonce="n"), nonce=None)  # no nonce was sent: nothing matches
+    several = idp.mint_id_token(nonce="n", aud=[idp.client_id, "x"], azp=idp.client_id)
+    assert verify(several)["azp"] == idp.client_id
