@@ -39,7 +39,7 @@ class SignInView(auth_views.LoginView):
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not settings.EVERDICT_PASSWORD_LOGIN:
             context = self.get_context_data(refused=PASSWORD_CLOSED)
-            return render(request, self.template_name, context, status=403)
+            return render(request, str(self.template_name), context, status=403)
         return super().post(request, *args, **kwargs)
 
 

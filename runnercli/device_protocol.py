@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 USER_CODE_ALPHABET = "BCDFGHJKLMNPQRSTVWXZ"
 USER_CODE_RE = re.compile(f"^[{USER_CODE_ALPHABET}]{{4}}-[{USER_CODE_ALPHABET}]{{4}}$")
 DEVICE_CODE_PREFIX = "dvc_"
-GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code"
+GRANT_TYPE: Literal["urn:ietf:params:oauth:grant-type:device_code"] = (
+    "urn:ietf:params:oauth:grant-type:device_code"
+)
 
 DeviceTokenErrorCode = Literal[
     # Keep polling: nobody has decided yet.

@@ -13,7 +13,7 @@ from rest_framework.throttling import SimpleRateThrottle
 
 class _SettingsRate(SimpleRateThrottle):
     def get_rate(self) -> str:
-        return str(settings.EVERDICT_THROTTLE_RATES[self.scope])
+        return str(settings.EVERDICT_THROTTLE_RATES[str(self.scope)])
 
 
 class DevicePairingThrottle(_SettingsRate):
@@ -45,6 +45,7 @@ def device_code_wait(user: Any) -> float | None:
     """Count one code lookup by `user` outside DRF (page, MCP): None when allowed, else the
     seconds to wait."""
     throttle = DeviceCodeThrottle()
-    if throttle.allow_request(SimpleNamespace(user=user), None):
+    # The throttle reads only `request.user` (get_cache_key above): the member stands in.
+    if throttle.allow_request(SimpleNamespace(user=user), None):  # type: ignore[arg-type]
         return None
     return throttle.wait() or 1.0

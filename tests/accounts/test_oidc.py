@@ -184,6 +184,7 @@ def _without(claims: dict[str, Any], name: str) -> dict[str, Any]:
 def test_an_id_token_that_fails_a_check_signs_nobody_in(
     sign_in: SignIn, idp: Provider, settings: Any, caplog: Any, swap: str
 ) -> None:
+    change: Any
     change, reason = SWAPS[swap]
     with swapping_token_endpoint(idp, lambda claims: change(idp, claims)) as endpoint:
         use_provider(settings, idp, openid_configuration_overrides={"token_endpoint": endpoint})
@@ -259,7 +260,7 @@ def test_the_verification_function_refuses_what_the_provider_did_not_sign_for_us
             algorithm="HS256",
             headers={"kid": idp.kid},
         ),
-        "unsigned": jwt.encode({"nonce": "n"}, None, algorithm="none"),
+        "unsigned": jwt.encode({"nonce": "n"}, None, algorithm="none"),  # type: ignore[arg-type]
     }
     for what, token in refusals.items():
         with pytest.raises(IdTokenError):
