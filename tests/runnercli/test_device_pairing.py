@@ -183,3 +183,39 @@ def test_with_a_token_the_label_is_ignored_with_a_note(
 
     assert "--label is ignored with --token" in cli.output()
     assert json.loads((tmp_path / "runner.json").read_text())["label"] == "made-on-page"
+
+
+def test_the_cli_waits_longer_when_told_to_slow_down(
+    transactional_db: Any, alice: Any, tmp_path: Path
+) -> None:
+    """The CLI's own polling loop against the real server, its sleeps cut short until the
+    server says slow_down: it must then wait 5 s more, which is let through in full."""
+    from runnercli.device import device_pair
+
+    key = api_key_create(user=alice).key
+    asked: list[float] = []
+    shown: list[str] = []
+
+    def sleep(seconds: float) -> None:
+        asked.append(seconds)
+        if seconds <= 1:
+            time.sleep(0.1)  # the first two polls come too early
+            return
+        code = CODE_RE.search("\n".join(shown))
+        assert code is not None
+        approved = rest(server.url, "POST", f"/api/device-pairings/{code.group(2)}/approve", key)
+        assert approved[0] == 200
+        time.sleep(seconds)
+
+    with daphne(tmp_path, **FAST) as server:
+        granted = device_pair(
+            server.url,
+            label="hurried",
+            capabilities=["python"],
+            open_browser=False,
+            echo=shown.append,
+            sleep=sleep,
+        )
+
+    assert asked == [1.0, 1.0, 6.0]
+    assert Runner.objects.get(pk=granted.runner_id).label == "hurried"
