@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from allauth.socialaccount.models import SocialApp, SocialToken
 from django.contrib import admin
 from django.http import HttpRequest
 
@@ -20,3 +21,9 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         # A key is issued by its owner (account page, API, create_api_key), shown once.
         return False
+
+
+# Sign-in is configured from the environment (OIDC_*), never in the admin: an app added here
+# would make the provider ambiguous, and tokens are not kept at all.
+admin.site.unregister(SocialApp)
+admin.site.unregister(SocialToken)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -54,6 +57,12 @@ INSTALLED_APPS = [
     # Swagger UI and Redoc assets served locally: the docs page works offline.
     "drf_spectacular_sidecar",
     "channels",
+    # Sign-in through the organisation's OpenID provider (allauth's OpenID Connect provider,
+    # with the ID token checks of accounts/oidc); only the routes that flow needs are served.
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
     "accounts",
     "runners",
     "scorecards",
@@ -68,6 +77,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
 ]
 
 ROOT_URLCONF = "everdict.urls"
@@ -233,3 +243,103 @@ EVERDICT_AUTH_CACHE_S = env.float("EVERDICT_AUTH_CACHE_S", default=60.0)
 EVERDICT_PUBLIC_URL = env.str("EVERDICT_PUBLIC_URL", default="")
 # /metrics: "loopback" (only 127.0.0.1/::1), "open", or a bearer token required to read it.
 EVERDICT_METRICS = env.str("EVERDICT_METRICS", default="loopback")
+
+# Sign-in. Password sign-in is the embedded default; EVERDICT_PASSWORD_LOGIN=0 closes it
+# everywhere (the login page, the admin, anything that authenticates a password), which needs
+# an OpenID provider to sign in with instead.
+EVERDICT_PASSWORD_LOGIN = _bool("EVERDICT_PASSWORD_LOGIN", True)
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend"
+    if EVERDICT_PASSWORD_LOGIN
+    else "accounts.backends.PasswordClosedBackend"
+]
+OIDC_PROVIDER_ID = "sso"  # in the redirect URI: /accounts/oidc/sso/login/callback/
+_OIDC_REQUIRED = ("OIDC_ISSUER", "OIDC_CLIENT_ID", "OIDC_CLIENT_SECRET", "OIDC_PROVIDER_NAME")
+_oidc = {name: env.str(name, default="").strip() for name in _OIDC_REQUIRED}
+OIDC_ENABLED = any(_oidc.values())
+OIDC_PROVIDER_NAME = _oidc["OIDC_PROVIDER_NAME"]
+if OIDC_ENABLED and (missing := [name for name, value in _oidc.items() if not value]):
+    raise ImproperlyConfigured(
+        f"{', '.join(missing)} must be set too: OpenID Connect sign-in needs "
+        f"{', '.join(_OIDC_REQUIRED)}"
+    )
+if not EVERDICT_PASSWORD_LOGIN and not OIDC_ENABLED:
+    raise ImproperlyConfigured(
+        "EVERDICT_PASSWORD_LOGIN=0 needs OIDC_ISSUER (and its client) set: nobody could sign in"
+    )
+OIDC_SCOPES = env.str("OIDC_SCOPES", default="openid email profile").split()
+OIDC_USERNAME_CLAIM = env.str("OIDC_USERNAME_CLAIM", default="preferred_username").strip()
+OIDC_ALLOWED_DOMAINS = [d.strip().lower() for d in env.list("OIDC_ALLOWED_DOMAINS", default=[])]
+if OIDC_ENABLED:
+    _issuer = urlsplit(_oidc["OIDC_ISSUER"])
+    if _issuer.scheme != "https" and not (
+        _issuer.scheme == "http" and _issuer.hostname in ("127.0.0.1", "localhost", "::1")
+    ):
+        raise ImproperlyConfigured("OIDC_ISSUER must be an https:// URL (http only on loopback)")
+    if "openid" not in OIDC_SCOPES:
+        raise ImproperlyConfigured("OIDC_SCOPES must include openid")
+    if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,100}", OIDC_USERNAME_CLAIM):
+        raise ImproperlyConfigured("OIDC_USERNAME_CLAIM must be a claim name, e.g. email")
+    if bad := [d for d in OIDC_ALLOWED_DOMAINS if not re.fullmatch(r"[a-z0-9.-]+\.[a-z]+", d)]:
+        raise ImproperlyConfigured(f"OIDC_ALLOWED_DOMAINS: not a domain name: {bad[0]!r}")
+
+
+def oidc_providers(
+    *, issuer: str, client_id: str, secret: str, name: str, scopes: list[str], username_claim: str
+) -> dict[str, Any]:
+    """allauth's provider settings for one OpenID provider."""
+    app = {
+        "provider_id": OIDC_PROVIDER_ID,
+        "name": name,
+        "client_id": client_id,
+        "secret": secret,
+        "settings": {
+            "server_url": issuer,
+            "scope": scopes,
+            "oauth_pkce_enabled": True,
+            "username_claim": username_claim,
+        },
+    }
+    # allauth's documented way to customise a provider: the ID token checks it leaves out
+    # (signature, nonce) and the username claim (accounts/oidc/provider.py).
+    provider_class = "accounts.oidc.provider.EverdictOIDCProvider"
+    return {"openid_connect": {"provider_class": provider_class, "APPS": [app] if issuer else []}}
+
+
+SOCIALACCOUNT_PROVIDERS = oidc_providers(
+    issuer=_oidc["OIDC_ISSUER"],
+    client_id=_oidc["OIDC_CLIENT_ID"],
+    secret=_oidc["OIDC_CLIENT_SECRET"],
+    name=OIDC_PROVIDER_NAME,
+    scopes=OIDC_SCOPES,
+    username_claim=OIDC_USERNAME_CLAIM,
+)
+SOCIALACCOUNT_ADAPTER = "accounts.oidc.adapters.SocialAccountAdapter"
+ACCOUNT_ADAPTER = "accounts.oidc.adapters.AccountAdapter"
+SOCIALACCOUNT_AUTO_SIGNUP = True
+SOCIALACCOUNT_EMAIL_VERIFICATION = "none"
+SOCIALACCOUNT_STORE_TOKENS = False
+ACCOUNT_EMAIL_VERIFICATION = "none"
+# An address the provider does not vouch for may equal a local account's: that person gets an
+# account of their own, never that one (accounts/oidc/adapters.py links only verified ones).
+ACCOUNT_UNIQUE_EMAIL = False
+SOCIALACCOUNT_REQUESTS_TIMEOUT = 10
+
+
+def _rate(name: str, default: str) -> str:
+    value = env.str(name, default=default).strip()
+    if not re.fullmatch(r"[1-9][0-9]*/(s|sec|m|min|h|hour|d|day)", value):
+        raise ImproperlyConfigured(f"{name} must be a rate such as 20/hour or 10/min")
+    return value
+
+
+# Device pairing (RFC 8628's shape): how long a code lives, how often the CLI may poll, and the
+# throttles on asking for codes (per address), on polling (per address) and on typing codes
+# (per member, whether on the page, the API or MCP).
+EVERDICT_DEVICE_PAIRING_TTL_S = _int("EVERDICT_DEVICE_PAIRING_TTL_S", 600, minimum=1)
+EVERDICT_DEVICE_PAIRING_INTERVAL_S = _int("EVERDICT_DEVICE_PAIRING_INTERVAL_S", 5, minimum=1)
+EVERDICT_THROTTLE_RATES = {
+    "device_pairing": _rate("EVERDICT_DEVICE_PAIRING_RATE", "20/hour"),
+    "device_token": _rate("EVERDICT_DEVICE_TOKEN_RATE", "60/min"),
+    "device_code": _rate("EVERDICT_DEVICE_CODE_RATE", "20/min"),
+}

@@ -8,6 +8,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts import urls as accounts_urls
+from accounts.signin import admin_login
 from runners import urls as runners_urls
 from scorecards import urls as scorecards_urls
 
@@ -30,6 +31,8 @@ api_urlpatterns = [
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    # Before the admin's own: its login follows EVERDICT_PASSWORD_LOGIN.
+    path("admin/login/", admin_login),
     path("admin/", admin.site.urls),
     path("api/", include(api_urlpatterns)),
     path("", include(accounts_urls.urlpatterns)),

@@ -11,15 +11,18 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
+from accounts.errors import QuotaExceeded
 from accounts.models import ApiKey
 from accounts.replies import ApiKeyItem
 from mcpgateway.auth import current_principal
 from mcpgateway.calls import in_thread
 from mcpgateway.replies import ApiKeyList, Revoked, RunnerList
 from runnercli.protocol import MAX_CAPABILITIES, Capability
-from runners.models import Runner
-from runners.replies import PairedRunner, runner_items
+from runners.models import PairingMethod, Runner
+from runners.pairing import device_pairing_decide
+from runners.replies import DevicePairingItem, PairedRunner, runner_items
 from runners.services import runner_pair, runner_revoke
+from runners.throttles import device_code_wait
 from scorecards.replies import RunReply
 from scorecards.selectors import run_get, run_reply
 from scorecards.services import MAX_CONCURRENCY, run_start
@@ -28,7 +31,9 @@ Label = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, ma
 
 
 def _paired(owner: Any, label: str, os: str, capabilities: list[str]) -> PairedRunner:
-    paired = runner_pair(owner=owner, label=label, os=os, capabilities=capabilities)
+    paired = runner_pair(
+        owner=owner, label=label, os=os, capabilities=capabilities, via=PairingMethod.MCP
+    )
     return PairedRunner.of(paired.runner, paired.token)
 
 
@@ -43,6 +48,13 @@ def _revoked(owner: Any, runner_id: int) -> Revoked:
 
 def _api_keys(user: Any) -> ApiKeyList:
     return ApiKeyList(keys=[ApiKeyItem.of(key) for key in ApiKey.objects.owned_by(user).active()])
+
+
+def _approved(user: Any, user_code: str) -> DevicePairingItem:
+    if (wait := device_code_wait(user)) is not None:
+        raise QuotaExceeded(f"Too many codes tried: wait {int(wait) + 1} s, then try again.")
+    pairing = device_pairing_decide(user=user, user_code=user_code, approve=True)
+    return DevicePairingItem.of(pairing)
 
 
 def _started(user: Any, **kwargs: Any) -> RunReply:
@@ -81,6 +93,15 @@ async def list_api_keys() -> ApiKeyList:
     return await in_thread(_api_keys, user=user)
 
 
+async def approve_device_pairing(
+    user_code: Annotated[str, Field(max_length=20, description="The code the machine shows.")],
+) -> DevicePairingItem:
+    """Approve the pairing request of a machine showing this code (`python -m runnercli pair`
+    without a token): it becomes your runner when it collects its token."""
+    user = current_principal().require_user("approve_device_pairing")
+    return await in_thread(_approved, user=user, user_code=user_code)
+
+
 async def start_run(
     workspace: str,
     harness: str,
@@ -114,4 +135,5 @@ PERSONAL_TOOLS: list[Callable[..., Any]] = [
     list_api_keys,
     start_run,
     get_run,
+    approve_device_pairing,
 ]

@@ -22,7 +22,7 @@ INSTRUCTIONS = """\
 Everdict runs evaluation suites on members' own machines.
 Runner tools (a runner token, rnr_…): hello, lease_job, heartbeat_job, submit_job_result,
 fail_job, report_case_log. Personal tools (a personal API key, evk_…): pair_runner,
-list_runners, revoke_runner, list_api_keys, start_run, get_run."""
+list_runners, revoke_runner, list_api_keys, start_run, get_run, approve_device_pairing."""
 
 
 def build_server() -> MCPServer:

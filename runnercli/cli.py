@@ -27,6 +27,7 @@ from runnercli.config import (
     merge_capabilities,
     runnercli_version,
 )
+from runnercli.device import DevicePairingFailed, default_label, device_pair
 from runnercli.exits import EXIT_NOT_REPORTED, EXIT_REVOKED, EXIT_UPDATE_REQUIRED, UPGRADE_MESSAGE
 from runnercli.loop import RunnerLoop, RunOptions
 from runnercli.protocol import MAX_WAIT_MS, PROTOCOL_VERSION, Hello
@@ -140,21 +141,32 @@ def _hello_or_exit(server: str, token: str, capabilities: list[str]) -> Hello:
 @cli.command()
 @server_option
 @token_option
+@click.option("--label", help="This machine's name when pairing by code (default: the host name).")
 @capability_option
+@click.option("--no-browser", is_flag=True, help="Pairing by code: print the page, open nothing.")
 @allow_option
 @config_option
 def pair(
     server: str | None,
     token: str | None,
+    label: str | None,
     capabilities: tuple[str, ...],
+    no_browser: bool,
     allow: tuple[str, ...],
     config_file: str | None,
 ) -> None:
-    """Check a runner token against the server and store it for `run`."""
+    """Pair this machine: approve the code it shows in your browser, or give a runner token
+    (--token, for machines without a browser at hand); store it for `run`."""
     path, config = _load(config_file)
     server = _check_server(server)
-    token = _check_token(token)
     extra = _check_capabilities(capabilities)
+    if token:
+        token = _check_token(token)
+        if label:
+            click.echo("note: --label is ignored with --token: the label was set with the token")
+    else:
+        offered = merge_capabilities(extra, detected_capabilities())
+        token = _device_token(server, label or default_label(), offered, not no_browser)
     hello = _hello_or_exit(server, token, merge_capabilities(extra, detected_capabilities()))
     config = config.model_copy(
         update={
@@ -176,6 +188,17 @@ def pair(
     )
     click.echo(f"  config saved to {path} (mode 0600)")
     click.echo("  start it with: python -m runnercli run")
+
+
+def _device_token(server: str, label: str, capabilities: list[str], browser: bool) -> str:
+    try:
+        granted = device_pair(
+            server, label=label, capabilities=capabilities, open_browser=browser, echo=click.echo
+        )
+    except DevicePairingFailed as exc:
+        click.echo(f"✗ {exc}", err=True)
+        sys.exit(EXIT_NOT_REPORTED)
+    return granted.token
 
 
 @cli.command()

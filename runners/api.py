@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from accounts.replies import data
 from runnercli.protocol import CAPABILITY_RE, MAX_CAPABILITIES, MAX_CAPABILITY_CHARS
-from runners.models import Runner
+from runners.models import PairingMethod, Runner
 from runners.replies import PairedRunner, RunnerItems, runner_items
 from runners.services import runner_pair, runner_revoke
 
@@ -53,7 +53,7 @@ class RunnerListView(APIView):
     def post(self, request: Request) -> Response:
         body = RunnerPairSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        paired = runner_pair(owner=request.user, **body.validated_data)
+        paired = runner_pair(owner=request.user, via=PairingMethod.API, **body.validated_data)
         reply = PairedRunner.of(paired.runner, paired.token)
         return Response(reply.data(), status=status.HTTP_201_CREATED)
 

@@ -262,6 +262,10 @@ class DevicePairing(models.Model):
     status = models.CharField(
         max_length=10, choices=DevicePairingStatus.choices, default=DevicePairingStatus.PENDING
     )
+    # The member who last opened its page while it was pending: listed on their account page.
+    opened_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pydantic import Field, RootModel
 
 from accounts.replies import Reply, Timestamp
-from runners.models import Runner
+from runners.models import DevicePairing, Runner
 from runners.presence import runner_statuses
 
 
@@ -64,4 +64,30 @@ class PairedRunner(Reply):
             os=runner.os,
             capabilities=list(runner.capabilities or []),
             token=token,
+        )
+
+
+class DevicePairingItem(Reply):
+    """A machine's pairing request as the member deciding it sees it."""
+
+    user_code: str
+    label: str
+    os: str
+    capabilities: list[str]
+    requested_from: str
+    requested_at: Timestamp
+    expires_at: Timestamp
+    status: str = Field(description="pending, approved, denied or consumed (paired).")
+
+    @classmethod
+    def of(cls, pairing: DevicePairing) -> DevicePairingItem:
+        return cls(
+            user_code=pairing.user_code,
+            label=pairing.label,
+            os=pairing.os,
+            capabilities=list(pairing.capabilities or []),
+            requested_from=pairing.requested_from,
+            requested_at=pairing.created_at,
+            expires_at=pairing.expires_at,
+            status=pairing.status,
         )

@@ -14,7 +14,7 @@ from accounts import tokens
 from accounts.errors import Invalid, NotFound
 from runnercli.protocol import CAPABILITY_RE, MAX_CAPABILITIES, PROTOCOL_VERSION, Hello, Limits
 from runners import queue, wakeup
-from runners.models import Runner
+from runners.models import PairingMethod, Runner
 from runners.presence import runner_touch
 
 
@@ -31,9 +31,11 @@ def runner_pair(
     os: str = "",
     capabilities: list[str] | None = None,
     workspace_slug: str | None = None,
+    via: PairingMethod | str = "",
 ) -> PairedRunner:
-    """Pair a new runner for `owner`; the token is returned here and never again."""
-    _check_pairing(label, os, capabilities or [])
+    """Pair a new runner for `owner`; the token is returned here and never again. `via` says
+    how (the account page, REST, MCP or a device code)."""
+    pairing_check(label, os, capabilities or [])
     token = tokens.new_secret(tokens.RUNNER_TOKEN_PREFIX)
     runner = Runner.objects.create(
         owner=owner,
@@ -43,12 +45,14 @@ def runner_pair(
         token_hash=tokens.digest(token),
         token_prefix=tokens.display_prefix(token),
         workspace=_paired_from(owner, workspace_slug),
+        paired_via=via,
     )
     return PairedRunner(runner=runner, token=token)
 
 
-def _check_pairing(label: str, os: str, capabilities: list[str]) -> None:
-    # Checked here, not only by each caller's form: the page, REST and MCP share this.
+def pairing_check(label: str, os: str, capabilities: list[str]) -> None:
+    """Refuse a label, OS or capability list no pairing may have (Invalid, by field)."""
+    # Checked here, not only by each caller's form: the page, REST, MCP and devices share this.
     errors: dict[str, list[str]] = {}
     if not label.strip() or len(label) > 100 or "\x00" in label:
         errors["label"] = ["A label is 1 to 100 characters, without NUL."]

@@ -24,7 +24,8 @@ from accounts.errors import NotFound
 from accounts.models import ApiKey
 from accounts.services import api_key_create, api_key_revoke
 from runnercli.protocol import CAPABILITY_RE, MAX_CAPABILITIES
-from runners.models import Runner
+from runners.models import PairingMethod, Runner
+from runners.pairing import device_pairings_waiting
 from runners.presence import status_severity
 from runners.replies import runner_items
 from runners.services import runner_pair, runner_revoke
@@ -66,6 +67,8 @@ def _render_account(request: HttpRequest, status: int = 200, **context: Any) -> 
         | {
             "severity": status_severity(item.status) if item.status else "",
             "last_seen": runner.last_seen_at,
+            "paired_at": runner.connected_at,
+            "paired_via": runner.get_paired_via_display(),
         }
         for item, runner in zip(runner_items(owned), owned, strict=True)
     ]
@@ -74,6 +77,7 @@ def _render_account(request: HttpRequest, status: int = 200, **context: Any) -> 
     context.update(
         runners=runners,
         api_keys=ApiKey.objects.owned_by(request.user).active(),
+        device_pairings=device_pairings_waiting(user=request.user),
         base_url=_base_url(request),
     )
     response = render(request, "runners/account.html", context, status=status)
@@ -106,6 +110,7 @@ def runner_pair_view(request: HttpRequest) -> HttpResponse:
         owner=request.user,
         label=form.cleaned_data["label"],
         capabilities=form.cleaned_data["capabilities"],
+        via=PairingMethod.PAGE,
     )
     return _show_once(
         request, paired={"runner": {"label": paired.runner.label}, "token": paired.token}
