@@ -125,7 +125,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # A pool per process: under ASGI each request's sync code closes its connection at the
     # end, so without one every page, API call and tool call pays a connection set-up.
-    # Size it so replicas × EVERDICT_DB_POOL_MAX (+ schedulers) stays under the server's
+    # Size it so replicas times EVERDICT_DB_POOL_MAX (+ schedulers) stays under the server's
     # max_connections; 0 turns pooling off (then DB_CONN_MAX_AGE applies).
     _POOL_MAX = _int("EVERDICT_DB_POOL_MAX", 10)
     if _POOL_MAX:
