@@ -355,7 +355,8 @@ def _allowed(path: Path, config: RunnerConfig) -> str:
         except TrustError as exc:
             return f"(trust store unreadable: {exc})"
     listed = ", ".join(dict.fromkeys(entries))
-    return f"{listed}; anything else is asked about" if listed else "nothing yet (asks first)"
+    then = "anything else: asked on a terminal, refused without one"
+    return f"{listed}; {then}" if listed else f"nothing yet; {then}"
 
 
 def _file_note(path: Path) -> str:

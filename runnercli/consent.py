@@ -159,11 +159,12 @@ class Consent:
             trust = self._trust()
         except TrustError as exc:
             return Decision(Outcome.REFUSE, f"cannot read the trust store: {exc}")
-        pinned = trust.pins.get(str(harness)) or self._session_pins.get(str(harness))
-        if pinned is not None and pinned != digest:
+        # A version's digest is remembered for the session from the first time it is seen
+        # (shown in a question, refused, run), for good from the first time it runs allowed.
+        pinned = trust.pins.get(str(harness)) or self._session_pins.setdefault(str(harness), digest)
+        if pinned != digest:
             return Decision(Outcome.REFUSE, self._lie(harness, pinned, digest))
         if any(entry.covers(harness) for entry in self.settings.session):
-            self._session_pins.setdefault(str(harness), digest)
             return self._run(job)
         if any(entry.covers(harness) for entry in self.settings.standing + trust.entries()):
             return self._pinned_run(job, harness)
@@ -176,7 +177,7 @@ class Consent:
             pinned = self.store.pin(harness, digest) if self.store is not None else digest
         except TrustError as exc:
             self.status.event(f"⚠ could not pin {harness} in the trust store: {exc}")
-            pinned = self._session_pins.setdefault(str(harness), digest)
+            pinned = self._session_pins[str(harness)]
         if pinned != digest:  # pinned meanwhile, by a run that saw other content
             return Decision(Outcome.REFUSE, self._lie(harness, pinned, digest))
         return self._run(job)
@@ -234,7 +235,6 @@ class Consent:
     ) -> Decision:
         if answer == "once":
             self.status.event(f"→ running {harness} once")
-            self._session_pins.setdefault(str(harness), job.harness.digest)
             self._described.add((str(harness), job.harness.digest))
             return RUN
         if answer == "always":
@@ -245,7 +245,6 @@ class Consent:
         self._described.add((str(harness), job.harness.digest))
         if self.store is None:
             self.settings.session.append(Entry.exact(harness))
-            self._session_pins.setdefault(str(harness), job.harness.digest)
             self.status.event(f"→ {harness} allowed for this session (no trust store)")
             return RUN
         try:
@@ -298,8 +297,9 @@ class Consent:
 
     def _lie(self, harness: HarnessId, pinned: str, digest: str) -> str:
         return (
-            f"harness {harness} was pinned to {_short(pinned)} when it first ran here, and the "
-            f"server now sends {_short(digest)} under the same version; a version never changes "
+            f"harness {harness} was pinned to {_short(pinned)} (the content this runner first "
+            f"saw under that version), and the server now sends {_short(digest)} under the same "
+            "version; a version never changes "
             "on the server, so this one is refused (if the server's data was replaced on "
             f"purpose: `{self.settings.command('trust', '--remove', str(harness))}`)"
         )

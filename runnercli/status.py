@@ -73,7 +73,7 @@ class StatusLine:
             return
         self.current = status
         if self._live is not None:
-            self._live.update(self._line())
+            self._live.update(self._line(), refresh=True)
         elif not self._paused:
             self._plain(f"status: {status}")
 
@@ -82,7 +82,7 @@ class StatusLine:
         self.last_result = clean(message)
         self.event(message)
         if self._live is not None:
-            self._live.update(self._line())
+            self._live.update(self._line(), refresh=True)
 
     def _line(self) -> Text:
         line = Text(f"● {self.current}")

@@ -47,7 +47,9 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "npm": ("node",),
     "npx": ("node",),
 }
-VERSION_RE = re.compile(r"\d+(?:\.\d+)+(?:[-+][0-9A-Za-z.-]+)?")
+VERSION_RE = re.compile(r"\d+(?:\.\d+)+(?:[-+]?[0-9A-Za-z][0-9A-Za-z.-]*)?")
+# Time a killed probe gets to be reaped.
+REAP_S = 2.0
 
 
 def tools_of(job: CaseJob) -> list[str]:
@@ -113,6 +115,8 @@ async def probe(program: str, timeout_s: float = PROBE_TIMEOUT_S) -> str:
     finally:
         # The tool, and anything it started, goes: a version probe leaves nothing behind.
         _end(proc)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), REAP_S)
     if proc.returncode != 0:
         return f"(exit {proc.returncode})"
     return version_of(out.decode("utf-8", errors="replace"))
