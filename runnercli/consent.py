@@ -200,6 +200,9 @@ class Consent:
         assert self.prompt is not None
         self.waiting.append(str(harness))
         self.on_change()
+        # One patience for the whole wait: behind another question, then on this one.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.timeout_s
         try:
             interrupts = [kill, stop]
             got, _ = await first_of(self._asking.acquire(), interrupts, self.settings.timeout_s)
@@ -213,14 +216,15 @@ class Consent:
                     return decided
                 if kill.is_set() or stop.is_set():
                     return self._unanswered(harness, "interrupted", kill)
+                patience = max(1.0, deadline - loop.time())
                 answer = await self.prompt.ask(
                     [
                         f"⚠ run {job.run_id} case {quote_arg(job.case.key)}: the server asks "
                         "this runner to run a harness version you have not allowed:",
                         *describe(job),
                     ],
-                    QUESTION.format(timeout=f"{self.settings.timeout_s:g}"),
-                    self.settings.timeout_s,
+                    QUESTION.format(timeout=f"{patience:.0f}"),
+                    patience,
                     interrupts,
                 )
             finally:
@@ -299,7 +303,7 @@ class Consent:
         return (
             f"harness {harness} was pinned to {_short(pinned)} (the content this runner first "
             f"saw under that version), and the server now sends {_short(digest)} under the same "
-            "version; a version never changes "
-            "on the server, so this one is refused (if the server's data was replaced on "
+            "version; a version never changes on the server, so this one is refused (if the "
+            "server's data was replaced on "
             f"purpose: `{self.settings.command('trust', '--remove', str(harness))}`)"
         )

@@ -303,3 +303,28 @@ def test_a_case_key_holding_an_escape_sequence_prints_harmlessly(
     output = runner.output()
     assert "\x1b" not in output
     assert "case evil\\x1b[2K\\x1b[1Akey: ▶ started writer v1" in output
+
+
+def test_stopping_the_runner_while_it_asks_hands_the_case_back(
+    api: Api, alice: Any, bob: Any, tmp_path: Path
+) -> None:
+    from runners.models import JobAttempt
+
+    writer_harness(bob, tmp_path, tmp_path / "marker")
+    cases("one", "c0")
+    runner_id = api.pair(tmp_path, "laptop", "laptop")
+    child = on_a_terminal(tmp_path, "laptop")
+    try:
+        child.expect("connected to")
+        run_id = api.start_run("writer", "one", f"self:{runner_id}")
+        child.expect(re.escape(PROMPT))
+        child.kill(signal.SIGTERM)
+        child.expect("■ handed back")
+        child.expect(pexpect.EOF)
+    finally:
+        stop(child)
+    child.close()
+    assert child.exitstatus == 0
+    attempt = JobAttempt.objects.get(job__run_id=run_id)
+    assert (attempt.status, attempt.reason) == ("failed", "the runner was stopped by its owner")
+    assert attempt.job.status == "queued"  # another session may still ask, or run it

@@ -101,3 +101,22 @@ def test_refused_environment_keys_sent_anyway_are_refused_by_the_runner(tmp_path
         assert f"sets {key} in its environment, which this runner refuses" in message, message
     assert harmless.exists()
     assert [r["job_id"] for r in server.results] == [100]
+
+
+def test_pair_allow_goes_to_the_trust_store_of_that_server(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    with fake_server() as server:
+        paired = runner_cli(
+            tmp_path, ["pair", "--server", server.url, "--token", TOKEN, "--allow", "acme/writer"]
+        )
+        assert paired.popen.wait(30) == 0, paired.output()
+        server.add(wire_job(1, writer(marker)))
+        runner = start(tmp_path, server)
+        try:
+            server.wait(lambda: server.answered() == {1})
+        finally:
+            runner.stop(signal.SIGTERM)
+    assert marker.exists()
+    store = json.loads((tmp_path / "trust.json").read_text())["servers"][server.url]
+    assert store["allow"] == ["acme/writer"]
+    assert list(store["pins"]) == ["acme/writer@1"]
