@@ -167,7 +167,7 @@ class Consent:
         if any(entry.covers(harness) for entry in self.settings.session):
             return self._run(job)
         if any(entry.covers(harness) for entry in self.settings.standing + trust.entries()):
-            return self._pinned_run(job, harness)
+            return self._run(job) if str(harness) in trust.pins else self._pinned_run(job, harness)
         refused = self._refused.get((str(harness), digest))
         return Decision(Outcome.REFUSE, refused) if refused is not None else None
 

@@ -144,8 +144,11 @@ class TrustStore:
     def __init__(self, path: Path, server: str) -> None:
         self.path = path
         self.server = server_key(server)
+        # The file as last read, with what identifies that version of it on disk.
+        self._cached: tuple[tuple[int, int, int], TrustFile] | None = None
 
     def read(self) -> ServerTrust:
+        """This server's entries and pins as the file holds them now (read only)."""
         return self._load().servers.get(self.server, ServerTrust())
 
     def read_all(self) -> dict[str, ServerTrust]:
@@ -175,7 +178,13 @@ class TrustStore:
             return trust.pins.setdefault(str(harness), digest)
 
     def _load(self) -> TrustFile:
+        """The file as it is now, not to be changed by the caller: parsed again only when it
+        changed on disk (every write replaces it, so a new inode or mtime says so)."""
         try:
+            info = self.path.stat()
+            version = (info.st_ino, info.st_mtime_ns, info.st_size)
+            if self._cached is not None and self._cached[0] == version:
+                return self._cached[1]
             raw = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return TrustFile()
@@ -187,12 +196,13 @@ class TrustStore:
                 trust.entries()
         except (ValueError, ValidationError, TrustError) as exc:
             raise TrustError(f"{self.path} is not a valid trust store: {exc}") from exc
+        self._cached = (version, loaded)
         return loaded
 
     @contextlib.contextmanager
     def _editing(self) -> Iterator[ServerTrust]:
         with self._locked():
-            loaded = self._load()
+            loaded = self._load().model_copy(deep=True)
             trust = loaded.servers.setdefault(self.server, ServerTrust())
             yield trust
             payload = json.dumps(loaded.model_dump(), indent=2, sort_keys=True) + "\n"
