@@ -341,6 +341,8 @@ def status(config_file: str | None) -> None:
     click.echo(f"capabilities: {', '.join(config.capabilities) or '(none stored)'}")
     click.echo(f"detected:     {', '.join(detected_capabilities())}")
     click.echo(f"allow:        {_allowed(path, config)}")
+    if config.refused_env:
+        click.echo(f"refused env:  {', '.join(config.refused_env)} (besides the protocol's list)")
     click.echo(f"version:      {runnercli_version()} (protocol {PROTOCOL_VERSION})")
     if not config.token:
         sys.exit(EXIT_NOT_REPORTED)

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 import sys
 import threading
+import time
 from collections.abc import Awaitable
 from pathlib import PurePath
 from typing import Literal, TextIO, TypeVar
@@ -23,6 +26,7 @@ from runnercli.protocol import CaseJob
 from runnercli.status import StatusLine
 from runnercli.terminal import clean, quote_arg, quote_argv
 
+BACKGROUND_RETRY_S = 0.5
 Answer = Literal["once", "always", "no", "timeout", "eof", "interrupted"]
 T = TypeVar("T")
 
@@ -162,7 +166,10 @@ class TerminalPrompt:
                 while True:
                     try:
                         line = self.stdin.readline()
-                    except (OSError, ValueError):
+                    except OSError:  # a read from the background (EIO): wait for `fg`
+                        time.sleep(BACKGROUND_RETRY_S)
+                        continue
+                    except ValueError:  # stdin was closed
                         line = ""
                     try:
                         loop.call_soon_threadsafe(lines.put_nowait, line or None)
@@ -171,9 +178,20 @@ class TerminalPrompt:
                     if not line:
                         return
 
+            # A read from a background job would stop the whole runner (SIGTTIN), its
+            # heartbeats with it; ignored, the read fails instead and is tried again.
+            with contextlib.suppress(AttributeError, ValueError, OSError):
+                signal.signal(signal.SIGTTIN, signal.SIG_IGN)
             threading.Thread(target=read, name="consent-answers", daemon=True).start()
             self._lines = lines
         return self._lines
+
+    def _in_foreground(self) -> bool:
+        """Whether the member can answer: the runner is not a background job of its shell."""
+        try:
+            return os.tcgetpgrp(self.stdin.fileno()) == os.getpgrp()
+        except (AttributeError, OSError, ValueError):
+            return True  # no job control here (Windows): the terminal is the runner's
 
     def _drop_typed_ahead(self, lines: asyncio.Queue[str | None]) -> None:
         while not lines.empty():
@@ -186,7 +204,7 @@ class TerminalPrompt:
         """Ask until a valid answer, the end of stdin, an interrupt or `timeout_s`."""
         answers = self._queue()
         self._drop_typed_ahead(answers)
-        if self.gone:
+        if self.gone or not self._in_foreground():
             return "eof"
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
