@@ -107,6 +107,8 @@ def trust(
     shown = servers if all_servers else {store.server: servers.get(store.server, ServerTrust())}
     for url, entries in shown.items():
         _list(url, entries)
+    if not shown:
+        click.echo("  (empty)")
     if config.allow:
         click.echo(f"config {path}: allow {', '.join(map(clean, config.allow))} (any server)")
 
