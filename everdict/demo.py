@@ -366,7 +366,9 @@ def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console
             server,
             "--max-concurrent",
             "2",
-            "--allow-any",
+            # The demo's own harness, and nothing else: anything else would be refused.
+            "--allow",
+            f"{WORKSPACE}/{HARNESS}",
         ],
         runner_env,
     )

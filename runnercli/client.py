@@ -26,6 +26,7 @@ from runnercli.protocol import (
     MAX_STATUS_CHARS,
     MAX_WAIT_MS,
     PROTOCOL_VERSION,
+    RUNNER_CONTEXT,
     Ack,
     BatchAck,
     CaseResult,
@@ -228,7 +229,7 @@ class RunnerClient:
         if payload is None:
             payload = _json_of(result)
         try:
-            return model.model_validate(payload)
+            return model.model_validate(payload, context=RUNNER_CONTEXT)
         except ValidationError as exc:
             raise ToolCallError(f"{tool} answered an unexpected shape: {exc}") from exc
 

@@ -6,6 +6,7 @@ world-readable and chmod-ed after) and replaced atomically, so a crash cannot le
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import platform
@@ -14,6 +15,7 @@ import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -42,7 +44,14 @@ class RunnerConfig(BaseModel):
     label: str | None = None
     owner: str | None = None
     capabilities: list[str] = Field(default_factory=list)
+    # Standing trust entries (`NAME`, `WORKSPACE/NAME@VERSION`…) for any server; `allow`
+    # and `pair --allow` write to the trust store (`trust.json`) instead.
     allow: list[str] = Field(default_factory=list)
+    # Environment variables no harness may set on this machine, besides the protocol's list
+    # (a name, or a prefix ending in `*`).
+    refused_env: list[str] = Field(default_factory=list)
+    # Paired with --insecure: plain http:// to a server that is not on this machine.
+    insecure: bool = False
 
 
 def config_path(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -71,10 +80,14 @@ def config_load(path: Path) -> RunnerConfig:
 
 def config_save(path: Path, config: RunnerConfig) -> None:
     """Write the config atomically with mode 0600, creating its directory (0700) if needed."""
+    write_private(path, json.dumps(config.model_dump(), indent=2, sort_keys=True) + "\n")
+
+
+def write_private(path: Path, payload: str) -> None:
+    """Replace `path` with `payload` atomically, mode 0600, in a 0700 directory if new."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    payload = json.dumps(config.model_dump(), indent=2, sort_keys=True) + "\n"
     # mkstemp creates the file 0600, so the token is never readable by others, not even briefly.
-    fd, tmp_name = tempfile.mkstemp(prefix=".runner-", suffix=".json", dir=path.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".json", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(payload)
@@ -126,3 +139,19 @@ def mcp_url(server: str) -> str:
     """The MCP endpoint for a base URL: `--server` is the site, the CLI appends `/mcp`."""
     base = server.strip().rstrip("/")
     return base if base.endswith("/mcp") else base + "/mcp"
+
+
+def trust_path(config_file: Path) -> Path:
+    """The trust store lives beside the config file it belongs to."""
+    return config_file.with_name("trust.json")
+
+
+def is_loopback(server: str) -> bool:
+    """Whether `server` is on this machine (a token sent there never crosses a network)."""
+    host = (urlsplit(server).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -37,6 +37,7 @@ from runnercli.protocol import (
     CaseResult,
     Fingerprint,
     harness_digest,
+    refused_env_keys,
 )
 
 CASE_ENV = "EVERDICT_CASE"
@@ -94,22 +95,13 @@ def render_argv(command: list[str], case: CaseRef) -> list[str]:
 
 def case_env(job: CaseJob) -> dict[str, str]:
     """The harness environment: ours, minus the runner's secrets, plus the spec's and the case."""
+    if refused := refused_env_keys(job.harness.spec.env):
+        # Consent refuses such a job before it gets here; this stays true for any caller.
+        raise StartError(f"the harness may not set {', '.join(refused)}")
     env = {k: v for k, v in os.environ.items() if k not in (TOKEN_ENV, CONFIG_ENV)}
     env.update(job.harness.spec.env)
     env[CASE_ENV] = json.dumps(job.case.model_dump())
     return env
-
-
-def describe_harness(job: CaseJob) -> str:
-    """What the runner is about to run, printed before a harness version first runs here."""
-    spec = job.harness.spec
-    env_keys = ", ".join(sorted(spec.env)) or "none"
-    needs = ", ".join(spec.capabilities) or "nothing"
-    return (
-        f"harness {job.harness.name} v{job.harness.version} will run: {json.dumps(spec.command)}"
-        f" (argv, no shell) in a fresh temp dir; env keys: {env_keys}; "
-        f"timeout {job.timeout_s}s; needs {needs}; case JSON in ${CASE_ENV}"
-    )
 
 
 def advisory_usage(output: str) -> dict[str, Any] | None:

@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING
 from runnercli.backoff import Backoff
 from runnercli.caselog import CaseLog
 from runnercli.client import RevokedError, RunnerClient, ServerUnavailable, ToolCallError
-from runnercli.executor import StartError, describe_harness, run_case
+from runnercli.consent import Consent, Decision, Outcome
+from runnercli.executor import StartError, run_case
 from runnercli.exits import EXIT_REVOKED, REVOKED_MESSAGE, RunnerExit
 from runnercli.protocol import FAIL_MESSAGE_CHARS, Ack, CaseJob, CaseResult, Lease, ResultReport
 from runnercli.results import ResultSender
 from runnercli.status import StatusLine, shorten
+from runnercli.tools import ToolVersions, with_tools
 
 if TYPE_CHECKING:
     from runnercli.loop import RunOptions
@@ -48,14 +50,6 @@ class JobRun:
         return f"run {job.run_id} case {job.case.key}"
 
 
-def harness_allowed(job: CaseJob, allow: list[str]) -> bool:
-    """An empty allow-list allows everything; entries are `name`, `name@N` or `name@vN`."""
-    if not allow:
-        return True
-    name, version = job.harness.name, job.harness.version
-    return any(entry in (name, f"{name}@{version}", f"{name}@v{version}") for entry in allow)
-
-
 def _seconds(ms: int) -> str:
     return f"{ms / 1000:.1f}s"
 
@@ -71,7 +65,9 @@ class JobHandling(ABC):
     results: ResultSender
     running: dict[int, JobRun]
     last_failure: str | None
-    seen_harnesses: set[tuple[str, int]]
+    consent: Consent
+    tools: ToolVersions
+    _stop: asyncio.Event
     _abort: asyncio.Event
 
     @abstractmethod
@@ -98,12 +94,11 @@ class JobHandling(ABC):
         log = CaseLog(self.client, job.job_id, job_run.lease.lease_epoch)
         heartbeat = asyncio.create_task(self._heartbeat(job_run))
         try:
-            if not harness_allowed(job, self.options.allow):
-                return await self._refuse(job_run, log)
-            key = (job.harness.name, job.harness.version)
-            if key not in self.seen_harnesses:
-                self.seen_harnesses.add(key)
-                self.status.event(describe_harness(job))
+            # The member decides what runs here; the lease heartbeats while they are asked.
+            decision = await self.consent.decide(job, kill=job_run.kill, stop=self._stop)
+            if decision.outcome is not Outcome.RUN:
+                return await self._not_run(job_run, log, decision)
+            tools = await self.tools.of(job)
             log.start()
             started = f"▶ started {job.harness.name} v{job.harness.version} case {job.case.key}"
             log.add(started)
@@ -116,7 +111,7 @@ class JobHandling(ABC):
                 return await self._report_start_error(job_run, log, str(exc))
             # The case is over: no heartbeat may cross the result on its way.
             heartbeat.cancel()
-            return await self._report(job_run, log, result)
+            return await self._report(job_run, log, with_tools(result, tools))
         finally:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -125,12 +120,17 @@ class JobHandling(ABC):
             self.running.pop(job.job_id, None)
             self._show()
 
-    async def _refuse(self, job_run: JobRun, log: CaseLog) -> bool:
+    async def _not_run(self, job_run: JobRun, log: CaseLog, decision: Decision) -> bool:
+        if decision.outcome is Outcome.REFUSE:
+            return await self._refuse(job_run, log, decision.message)
+        if decision.outcome is Outcome.HAND_BACK or job_run.abandoned:
+            self.status.result(f"{job_run.title}: ■ handed back")
+            return await self._fail(job_run, "the runner was stopped by its owner", retryable=True)
+        self.status.result(f"{job_run.title}: ■ stopped: {job_run.lost_reason or decision.message}")
+        return job_run.canceled
+
+    async def _refuse(self, job_run: JobRun, log: CaseLog, message: str) -> bool:
         job = job_run.job
-        message = (
-            f"harness {job.harness.name} v{job.harness.version} is not allowed on this runner "
-            f"(allowed: {', '.join(self.options.allow)})"
-        )
         log.add(f"✗ refused: {message}")
         await log.flush()
         self.status.result(f"{job_run.title}: ✗ refused: {message}")

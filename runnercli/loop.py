@@ -4,7 +4,7 @@ One MCP session; one leaser long-polls `lease_job` for as many jobs as there are
 (`--max-concurrent`), and each job runs in its own task: it heartbeats while the case runs,
 pushes log lines in batches and reports the result (or `fail_job` when the case could not
 run). Results go through one sender, which groups those that finish together into one call.
-The member stays in charge: an allow-list refuses harnesses before anything runs, the first
+The member stays in charge: nothing runs without their consent (`runnercli.consent`), the first
 signal drains, the second one requeues what is running and leaves.
 
 Here: the runner's lifecycle, its greeting and the leaser. One job's handling is in
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from runnercli.backoff import Backoff
 from runnercli.client import RevokedError, RunnerClient, ServerUnavailable, ToolCallError
+from runnercli.consent import Consent, ConsentSettings
 from runnercli.exits import (
     EXIT_NOT_REPORTED,
     EXIT_OK,
@@ -30,17 +31,17 @@ from runnercli.exits import (
     RunnerExit,
 )
 from runnercli.job import JobHandling, JobRun
-from runnercli.protocol import PROTOCOL_VERSION, CaseJob, Lease, LeaseGrant
+from runnercli.protocol import MAX_STATUS_CHARS, PROTOCOL_VERSION, CaseJob, Lease, LeaseGrant
 from runnercli.results import ResultSender
 from runnercli.status import StatusLine, shorten
+from runnercli.tools import ToolVersions
 
 
 @dataclass
 class RunOptions:
     capabilities: list[str]
-    allow: list[str] = field(default_factory=list)
-    # The member opted out of being asked: printed loudly at start.
-    allow_any: bool = False
+    # What may run here, and whether to ask (`--allow-any` is printed loudly at start).
+    consent: ConsentSettings = field(default_factory=ConsentSettings)
     max_concurrent: int = 1
     wait_ms: int = 25_000
     once: bool = False
@@ -58,7 +59,8 @@ class RunnerLoop(JobHandling):
         self.running: dict[int, JobRun] = {}
         self.last_failure: str | None = None
         self.exit_code = EXIT_OK
-        self.seen_harnesses: set[tuple[str, int]] = set()
+        self.consent = Consent(options.consent, status, on_change=self._show)
+        self.tools = ToolVersions()
         self._stop = asyncio.Event()
         self._abort = asyncio.Event()
         self._fatal: RunnerExit | None = None
@@ -69,6 +71,8 @@ class RunnerLoop(JobHandling):
     def status_text(self) -> str:
         """The short status sent with lease and heartbeat, and shown on the status line."""
         count = len(self.running)
+        if waiting := self.consent.waiting_on():
+            return shorten(f"waiting for consent on {waiting}", MAX_STATUS_CHARS)
         if self._stop.is_set():
             return (
                 f"draining, running {count} job{'s' if count != 1 else ''}" if count else "stopping"
@@ -169,9 +173,7 @@ class RunnerLoop(JobHandling):
                 raise RunnerExit(
                     EXIT_UPDATE_REQUIRED, UPGRADE_MESSAGE.format(protocol=PROTOCOL_VERSION)
                 )
-            allowed = ", ".join(self.options.allow) or "any harness"
-            if self.options.allow_any:
-                allowed = "ANY harness the server sends (--allow-any)"
+            if self.options.consent.allow_any:
                 self.status.event(
                     "⚠ --allow-any: this runner runs any harness the server sends, as you, "
                     "without asking. Use it on throwaway machines only."
@@ -180,7 +182,7 @@ class RunnerLoop(JobHandling):
             self.status.event(
                 f"connected to {self.client.url} as runner {hello.runner_id} “{hello.label}” of "
                 f"{hello.owner}; capabilities: {', '.join(self.options.capabilities)}; "
-                f"allowed: {allowed}; up to {slots} case(s) at once"
+                f"allowed: {self.consent.policy()}; up to {slots} case(s) at once"
             )
             self._show()
             return

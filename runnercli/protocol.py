@@ -17,7 +17,14 @@ import re
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 PROTOCOL_VERSION = 2
 
@@ -95,9 +102,18 @@ class _Received(BaseModel):
 
 
 def refused_env_keys(env: dict[str, str], extra: Iterable[str] = ()) -> list[str]:
-    """The keys of `env` a harness may not set (the list above, and `extra`), sorted."""
-    refused = REFUSED_ENV_NAMES | set(extra)
-    return sorted(k for k in env if k in refused or k.startswith(REFUSED_ENV_PREFIXES))
+    """The keys of `env` a harness may not set (the list above, and `extra`: names, or
+    prefixes ending in `*`), sorted. Case does not matter: Windows reads `Path` as `PATH`."""
+    extra = [name.upper() for name in extra]
+    names = REFUSED_ENV_NAMES | {name for name in extra if not name.endswith("*")}
+    prefixes = REFUSED_ENV_PREFIXES + tuple(name[:-1] for name in extra if name.endswith("*"))
+    return sorted(k for k in env if k.upper() in names or k.upper().startswith(prefixes))
+
+
+# The validation context under which the runner parses what the server sends: a spec with a
+# refused environment key still parses there, so the runner can refuse the job by name
+# (`fail_job`) rather than fail to read the lease it already holds.
+RUNNER_CONTEXT = {"received_by": "runner"}
 
 
 class RetryOn(_Received):
@@ -140,10 +156,12 @@ class HarnessSpec(_Received):
 
     @field_validator("env")
     @classmethod
-    def _env_names(cls, env: dict[str, str]) -> dict[str, str]:
+    def _env_names(cls, env: dict[str, str], info: ValidationInfo) -> dict[str, str]:
         for name in env:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", name):
                 raise ValueError(f"invalid environment variable name: {name!r}")
+        if info.context == RUNNER_CONTEXT:
+            return env  # the runner refuses the job itself, naming the key
         if refused := refused_env_keys(env):
             raise ValueError(
                 f"a harness may not set {', '.join(refused)}: it would change what runs on the "

@@ -111,7 +111,8 @@ def status_severity(status: str) -> str:
     lowered = status.lower()
     if any(word in lowered for word in ("failed", "error", "cannot", "revoked", "unreachable")):
         return "error"
-    if any(word in lowered for word in ("retry", "backoff", "update", "refused", "draining")):
+    warnings = ("retry", "backoff", "update", "refused", "draining", "waiting for consent")
+    if any(word in lowered for word in warnings):
         return "warning"
     if lowered.startswith("running"):
         return "busy"

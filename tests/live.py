@@ -123,9 +123,10 @@ def runner_cli(
     """Start `python -m runnercli …` as a member would, with its own config file.
 
     A `run` is started with `--allow-any` (these tests are not about consent) unless
-    `allow_any` is False.
+    `allow_any` is False or it names what it allows (`--allow`).
     """
-    if allow_any and args[:1] == ["run"] and "--allow-any" not in args:
+    explicit = "--allow-any" in args or "--allow" in args
+    if allow_any and args[:1] == ["run"] and not explicit:
         args = ["run", "--allow-any", *args[1:]]
     child_env = dict(os.environ)
     child_env.update(

@@ -21,7 +21,7 @@ from runnercli.config import (
     merge_capabilities,
     os_name,
 )
-from runnercli.job import harness_allowed
+from runnercli.trust import Entry, HarnessId
 from tests.runnercli.conftest import make_job
 
 
@@ -109,13 +109,12 @@ def test_a_token_is_never_shown_whole() -> None:
     assert mask_token(None) == "(none)"
 
 
-def test_the_allow_list_matches_a_name_or_a_pinned_version() -> None:
-    job = make_job(["true"], name="echo")
-    assert harness_allowed(job, [])
-    assert harness_allowed(job, ["echo"])
-    assert harness_allowed(job, ["echo@1"])
-    assert harness_allowed(job, ["echo@v1"])
-    assert not harness_allowed(job, ["echo@2", "other"])
+def test_an_entry_matches_a_name_a_workspace_and_a_version() -> None:
+    harness = HarnessId.of(make_job(["true"], name="echo"))  # acme/echo@1
+    for entry in ("echo", "echo@1", "echo@v1", "acme/echo", "acme/echo@1"):
+        assert Entry.parse(entry).covers(harness), entry
+    for entry in ("echo@2", "other", "beta/echo", "acme/echo@2", "acme/other@1"):
+        assert not Entry.parse(entry).covers(harness), entry
 
 
 def test_backoff_grows_with_jitter_up_to_the_cap_and_resets() -> None:

@@ -1,0 +1,108 @@
+"""Where and with what a run's cases ran: its distinct fingerprints, and what differs between
+the fingerprints of two runs ("claude 2.0.14 → 2.1.0 on 40 of 40 cases").
+
+A fingerprint is what the runner reported with each result (`CaseResult.fingerprint` of the
+wire contract): the runner's version, the OS and its version, the architecture, Python, the
+digest of the harness content executed and the versions of the tools behind it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from scorecards.models import Run
+from scorecards.selectors.compare import Comparison
+
+# The machine's facts, by the name a page shows them under.
+FACTS = (
+    ("runner", "runnercli_version"),
+    ("OS", "os"),
+    ("OS version", "os_version"),
+    ("arch", "arch"),
+    ("Python", "python"),
+    ("harness", "harness_digest"),
+)
+DIGEST_SHOWN = 12
+NONE = "(none)"
+
+
+def fingerprint_facts(fingerprint: Any) -> dict[str, str]:
+    """A fingerprint as named facts, tools included (`claude` → `2.1.0`); empty ones left out."""
+    if not isinstance(fingerprint, dict):
+        return {}
+    facts = {label: str(fingerprint.get(key) or "") for label, key in FACTS}
+    facts["harness"] = facts["harness"][:DIGEST_SHOWN]
+    tools = fingerprint.get("tools")
+    if isinstance(tools, dict):
+        facts |= {str(name): str(version) for name, version in sorted(tools.items())}
+    return {label: value for label, value in facts.items() if value}
+
+
+@dataclass(frozen=True)
+class FingerprintGroup:
+    """One distinct fingerprint of a run: its facts, how many results, from which runners."""
+
+    facts: dict[str, str]
+    results: int
+    runners: list[str]
+
+
+def run_fingerprints(run: Run) -> list[FingerprintGroup]:
+    """The run's distinct fingerprints, the most common first (results that never ran, such
+    as a refused case, have none)."""
+    counts: Counter[str] = Counter()
+    runners: dict[str, dict[str, None]] = {}
+    rows = run.results.values_list("fingerprint", "provenance")
+    for fingerprint, provenance in rows.iterator(chunk_size=2000):
+        facts = fingerprint_facts(fingerprint)
+        if not facts:
+            continue
+        key = json.dumps(facts, sort_keys=True)
+        counts[key] += 1
+        runner = str((provenance or {}).get("runner", "")).partition("/")[2]
+        runners.setdefault(key, {})[runner or "?"] = None
+    return [
+        FingerprintGroup(facts=json.loads(key), results=n, runners=list(runners[key]))
+        for key, n in counts.most_common()
+    ]
+
+
+@dataclass(frozen=True)
+class FingerprintChange:
+    """One fact that differs between the two runs, on how many of the cases both ran."""
+
+    fact: str
+    before: str
+    after: str
+    cases: int
+    of: int
+
+    def __str__(self) -> str:
+        return f"{self.fact} {self.before} → {self.after} on {self.cases} of {self.of} cases"
+
+
+def fingerprint_changes(comparison: Comparison) -> list[FingerprintChange]:
+    """What differs between run A's and run B's fingerprints, case by case, most common first."""
+    pairs = [
+        (fingerprint_facts(change.a.fingerprint), fingerprint_facts(change.b.fingerprint))
+        for change in comparison.changes
+        if change.a is not None and change.b is not None
+    ]
+    pairs = [(a, b) for a, b in pairs if a and b]
+    changed: Counter[tuple[str, str, str]] = Counter()
+    order: dict[str, int] = {}
+    for a, b in pairs:
+        for fact in [*a, *(name for name in b if name not in a)]:
+            order.setdefault(fact, len(order))
+            before, after = a.get(fact, NONE), b.get(fact, NONE)
+            if before != after:
+                changed[(fact, before, after)] += 1
+    return [
+        FingerprintChange(fact, before, after, cases=n, of=len(pairs))
+        for (fact, before, after), n in sorted(
+            changed.items(), key=lambda item: (-item[1], order[item[0][0]])
+        )
+    ]
