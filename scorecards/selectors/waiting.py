@@ -14,11 +14,8 @@ def run_waiting(run: Run) -> str:
     if run.is_terminal or not run.jobs.filter(status=JobStatus.QUEUED).exists():
         return ""
     now = timezone.now()
-    candidates = (
-        [run.runner]
-        if run.runner is not None
-        else list(Runner.objects.owned_by(run.submitted_by).active())
-    )
+    runners = Runner.objects.owned_by(run.submitted_by_id).active()
+    candidates = list(runners.filter(pk=run.runner_id) if run.runner_id else runners)
     needed = set(run.harness.capabilities)
     capable = [r for r in candidates if needed <= set(r.capabilities or [])]
     paused = [r for r in capable if r.paused_until is not None and r.paused_until > now]
