@@ -30,6 +30,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "wake_latency": ([], ["--jobs", "100", "--warmup", "5"]),
     "idle_runners": ([], ["--n", "500", "--window", "20", "--wake-jobs", "20"]),
     "consent": ([], ["--jobs", "300", "--entries", "100"]),
+    "grading": ([], ["--results", "10", "--calls", "50"]),
 }
 POSTGRES_ONLY = {"throughput"}
 

@@ -69,6 +69,8 @@ def _render_account(request: HttpRequest, status: int = 200, **context: Any) -> 
             "last_seen": runner.last_seen_at,
             "paired_at": runner.connected_at,
             "paired_via": runner.get_paired_via_display(),
+            "paused_until": runner.paused_until if runner.is_paused else None,
+            "pause_reason": runner.pause_reason,
         }
         for item, runner in zip(runner_items(owned), owned, strict=True)
     ]
