@@ -20,9 +20,6 @@ from runnercli.protocol import MAX_CAPABILITIES, Capability
 from runners.models import Runner
 from runners.replies import PairedRunner, runner_items
 from runners.services import runner_pair, runner_revoke
-from scorecards.replies import RunReply
-from scorecards.selectors import run_get, run_reply
-from scorecards.services import MAX_CONCURRENCY, run_start
 
 Label = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
 
@@ -43,14 +40,6 @@ def _revoked(owner: Any, runner_id: int) -> Revoked:
 
 def _api_keys(user: Any) -> ApiKeyList:
     return ApiKeyList(keys=[ApiKeyItem.of(key) for key in ApiKey.objects.owned_by(user).active()])
-
-
-def _started(user: Any, **kwargs: Any) -> RunReply:
-    return run_reply(run_start(user=user, **kwargs))
-
-
-def _run(user: Any, run_id: int) -> RunReply:
-    return run_reply(run_get(user=user, run_id=run_id))
 
 
 async def pair_runner(
@@ -81,37 +70,9 @@ async def list_api_keys() -> ApiKeyList:
     return await in_thread(_api_keys, user=user)
 
 
-async def start_run(
-    workspace: str,
-    harness: str,
-    dataset: str,
-    runtime: Annotated[str, Field(description="`self:<runner_id>` or `self:any`.")],
-    concurrency: Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)] = 1,
-) -> RunReply:
-    """Run the latest harness version over the latest dataset version on your runner(s)."""
-    user = current_principal().require_user("start_run")
-    return await in_thread(
-        _started,
-        user=user,
-        workspace_slug=workspace,
-        harness=harness,
-        dataset=dataset,
-        runtime=runtime,
-        concurrency=concurrency,
-    )
-
-
-async def get_run(run_id: int) -> RunReply:
-    """Read a run of a workspace you belong to: status, summary, events, results."""
-    user = current_principal().require_user("get_run")
-    return await in_thread(_run, user=user, run_id=run_id)
-
-
 PERSONAL_TOOLS: list[Callable[..., Any]] = [
     pair_runner,
     list_runners,
     revoke_runner,
     list_api_keys,
-    start_run,
-    get_run,
 ]

@@ -11,6 +11,7 @@ from starlette.applications import Starlette
 
 from mcpgateway.auth import EverdictTokenVerifier
 from mcpgateway.personal_tools import PERSONAL_TOOLS
+from mcpgateway.run_tools import RUN_TOOLS
 from mcpgateway.runner_tools import RUNNER_TOOLS
 
 MCP_PATH = "/mcp"
@@ -22,7 +23,8 @@ INSTRUCTIONS = """\
 Everdict runs evaluation suites on members' own machines.
 Runner tools (a runner token, rnr_…): hello, lease_job, heartbeat_job, submit_job_result,
 fail_job, report_case_log. Personal tools (a personal API key, evk_…): pair_runner,
-list_runners, revoke_runner, list_api_keys, start_run, get_run."""
+list_runners, revoke_runner, list_api_keys; start_run, get_run, list_results, list_runs,
+compare_runs, rerun, cancel_run."""
 
 
 def build_server() -> MCPServer:
@@ -38,7 +40,7 @@ def build_server() -> MCPServer:
             resource_server_url=None,
         ),
     )
-    for tool in [*RUNNER_TOOLS, *PERSONAL_TOOLS]:
+    for tool in [*RUNNER_TOOLS, *PERSONAL_TOOLS, *RUN_TOOLS]:
         server.add_tool(tool)
     return server
 
