@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from base64 import b64decode
+
 from rest_framework.exceptions import NotFound as DrfNotFound
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import Cursor, CursorPagination
@@ -17,9 +19,12 @@ class StrictCursor(CursorPagination):
     def decode_cursor(self, request: Request) -> Cursor | None:
         # DRF answers a bad cursor with a 404, and one whose position is not a number with
         # a 500 from the filter; both are bad input.
+        raw = request.query_params.get(self.cursor_query_param)
         try:
+            if raw is not None:
+                b64decode(raw.encode("ascii"), validate=True)
             cursor = super().decode_cursor(request)
-        except DrfNotFound:
+        except (DrfNotFound, ValueError, UnicodeError):
             raise ValidationError({"cursor": ["Invalid cursor."]}) from None
         if cursor is not None and cursor.position is not None and not cursor.position.isdigit():
             raise ValidationError({"cursor": ["Invalid cursor."]})

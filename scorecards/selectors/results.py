@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import Any
+from urllib.parse import urlencode
 
 from django.db.models import F, QuerySet
 from django.db.models.functions import Length, Substr
@@ -135,7 +136,8 @@ def run_reply(run: Run, *, base_url: str = "") -> RunReply:
     cursor = cursor_encode(last) if last else None
     next_url = None
     if cursor:
-        next_url = f"{base_url}{reverse('api-run-results', args=[run.pk])}?cursor={cursor}"
+        path = reverse("api-run-results", args=[run.pk])
+        next_url = f"{base_url}{path}?{urlencode({'cursor': cursor})}"
     return RunReply(
         id=run.pk,
         workspace=run.workspace.slug,
