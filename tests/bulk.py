@@ -38,7 +38,7 @@ def seeded_run(
     output: Callable[[int, int], str] = lambda case, repeat: f"answer {case}",
     status: str = RunStatus.SUCCEEDED,
 ) -> Run:
-    """A finished run of `cases` cases × `repeats`, every job succeeded and every result
+    """A finished run of `cases` cases, `repeats` times each, every job succeeded and every result
     settled in case order (seq 1…n); the harness is created through the service, the rest in
     bulk."""
     workspace = Workspace.objects.get(slug=slug)
