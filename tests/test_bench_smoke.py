@@ -73,3 +73,17 @@ def test_the_dispatch_benchmark_times_run_start_beside_a_raw_write(tmp_path: Pat
     assert row["value"].endswith(" s")
     assert "raw" in row["baseline"]
     assert row["met"] is True
+
+
+@pytest.mark.timeout(120)
+def test_the_run_page_benchmark_sets_a_small_run_beside_a_large_one(tmp_path: Path) -> None:
+    result = bench("run_page", ["--sizes", "20,400", "--repeat", "2"], tmp_path)
+    figures = [row["figure"] for row in result["rows"]]
+    assert figures[:3] == [
+        "run page GET, 400 cases (beside 20)",
+        "GET /api/runs/<id>, 400 cases (beside 20)",
+        "WebSocket update, 1 new result, 400 cases (beside 20)",
+    ]
+    # The live update carries the new result, not the run: its size does not grow.
+    assert result["rows"][2]["met"] is True
+    assert "whole run" in result["rows"][4]["baseline"]
