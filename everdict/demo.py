@@ -228,7 +228,6 @@ def _wait_for_hello(log: Path, offset: int, children: Children, timeout_s: float
     raise DemoError(f"the runner did not connect within {timeout_s:.0f}s: see {log}")
 
 
-
 def _wait_for_run(run_id: int, children: Children, timeout_s: float, say: Any) -> Any:
     from django.db import close_old_connections
 

@@ -5,8 +5,10 @@ browser would still rewrite however they are encoded, `.` and `..`, go in the qu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import quote, urlencode
 
+from django.http import HttpResponseBase
 from django.urls import path, register_converter
 from django.urls.resolvers import URLPattern
 
@@ -45,10 +47,12 @@ def api_case_url(run_id: int, key: str) -> str:
     return case_path("/api", run_id, key, slash=False)
 
 
-def case_patterns(view: object, name: str, *, slash: bool) -> list[URLPattern]:
+def case_patterns(
+    view: Callable[..., HttpResponseBase], name: str, *, slash: bool
+) -> list[URLPattern]:
     """`runs/<id>/cases/<key>` and its query form `runs/<id>/cases?key=`, for one view."""
     tail = "/" if slash else ""
     return [
-        path(f"runs/<int:run_id>/cases/<casekey:key>{tail}", view, name=name),  # type: ignore[arg-type]
-        path(f"runs/<int:run_id>/cases{tail}", view, name=f"{name}-by-query"),  # type: ignore[arg-type]
+        path(f"runs/<int:run_id>/cases/<casekey:key>{tail}", view, name=name),
+        path(f"runs/<int:run_id>/cases{tail}", view, name=f"{name}-by-query"),
     ]

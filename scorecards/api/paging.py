@@ -26,7 +26,8 @@ class StrictCursor(CursorPagination):
             cursor = super().decode_cursor(request)
         except (DrfNotFound, ValueError, UnicodeError):
             raise ValidationError({"cursor": ["Invalid cursor."]}) from None
-        if cursor is not None and cursor.position is not None and not cursor.position.isdigit():
+        position = None if cursor is None else cursor.position
+        if position is not None and not str(position).isdigit():
             raise ValidationError({"cursor": ["Invalid cursor."]})
         return cursor
 

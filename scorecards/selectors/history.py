@@ -39,13 +39,14 @@ def harness_history(
     )
     series: dict[str, list[HistoryPoint]] = {}
     for run in reversed(runs):
+        done, passed = getattr(run, "n_done", 0), getattr(run, "n_pass", 0)
         series.setdefault(run.dataset.name, []).append(
             HistoryPoint(
                 run=run.pk,
                 url=reverse("run", args=[run.pk]),
                 at=run.created_at,
-                pass_fraction=round(run.n_pass / run.n_done, 4) if run.n_done else None,
-                settled=run.n_done,
+                pass_fraction=round(passed / done, 4) if done else None,
+                settled=done,
                 status=run.status,
                 harness_version=run.harness.version,
                 label=_label(run),

@@ -48,7 +48,8 @@ def runs_ready(transactional_db: Any, alice: Any, workspace: Any) -> tuple[str, 
 def start_runs(url: str, key: str) -> list[int]:
     started = []
     for sha in SHAS:
-        body = {"harness": "narrator", "dataset": "questions", "runtime": "self:any"}
+        body: dict[str, Any] = {"harness": "narrator", "dataset": "questions"}
+        body["runtime"] = "self:any"
         body |= {"concurrency": 2, "metadata": {"git_sha": sha}}
         status, run = rest(url, "POST", "/api/workspaces/acme/runs", key, body)
         assert status == 201, run

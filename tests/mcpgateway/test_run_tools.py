@@ -81,8 +81,8 @@ def test_start_compare_rerun_and_cancel_over_mcp(gateway: Any, alice: Any, key: 
         call(gateway.url, key, "rerun", {"run_id": started["id"], "only": "unfinished"})
     )
     assert rerun["parent"] == started["id"] and rerun["summary"]["total"] == 4
-    compared = call(gateway.url, key, "compare_runs", {"b": rerun["id"]})
-    assert compared.is_error and "no earlier finished run" in error_text(compared).lower()
+    refused = call(gateway.url, key, "compare_runs", {"b": rerun["id"]})
+    assert refused.is_error and "no earlier finished run" in error_text(refused).lower()
     compared = structured(
         call(gateway.url, key, "compare_runs", {"a": started["id"], "b": rerun["id"]})
     )
@@ -94,13 +94,14 @@ def test_an_outsider_gets_not_found_from_every_run_tool(
 ) -> None:
     run = seeded_run(alice, cases=2, verdict=lambda c, r: "fail")
     outsider = api_key_create(user=charlie).key
-    for tool, args in [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("get_run", {"run_id": run.pk}),
         ("list_results", {"run_id": run.pk}),
         ("list_runs", {"workspace": "acme"}),
         ("compare_runs", {"b": run.pk}),
         ("rerun", {"run_id": run.pk, "only": "failed"}),
         ("cancel_run", {"run_id": run.pk}),
-    ]:
+    ]
+    for tool, args in calls:
         result = call(gateway.url, outsider, tool, args)
         assert result.is_error and "not found" in error_text(result).lower(), tool

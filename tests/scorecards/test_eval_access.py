@@ -62,8 +62,8 @@ def test_the_exports_hold_every_result_with_its_input_and_expected_value(
                      output=lambda c, r: f'line one\nsaid "{c}", then, more')  # fmt: skip
     client.force_login(alice)
 
-    csv_reply = client.get(f"/api/runs/{run.pk}/results.csv")
-    jsonl_reply = client.get(f"/api/runs/{run.pk}/results.jsonl")
+    csv_reply: Any = client.get(f"/api/runs/{run.pk}/results.csv")
+    jsonl_reply: Any = client.get(f"/api/runs/{run.pk}/results.jsonl")
 
     rows = list(csv.DictReader(io.StringIO(b"".join(csv_reply.streaming_content).decode())))
     lines = [json.loads(line) for line in b"".join(jsonl_reply.streaming_content).splitlines()]
