@@ -9,6 +9,7 @@ from urllib.parse import quote
 import pytest
 
 from accounts.services import api_key_create
+from scorecards.models import Run
 from tests.bulk import seeded_run
 from tests.mcpgateway.mcp_client import call, error_text, rest, structured
 from tests.suites import pair, suite
@@ -105,3 +106,17 @@ def test_an_outsider_gets_not_found_from_every_run_tool(
     for tool, args in calls:
         result = call(gateway.url, outsider, tool, args)
         assert result.is_error and "not found" in error_text(result).lower(), tool
+
+
+def test_a_misspelt_argument_is_a_tool_error_not_a_silent_default(
+    gateway: Any, alice: Any, key: str
+) -> None:
+    suite(alice, cases=2)
+    laptop = pair(alice)
+    args = {"workspace": "acme", "harness": "echo", "dataset": "echo"}
+    args |= {"runtime": f"self:{laptop.pk}", "repeat": 3}
+
+    result = call(gateway.url, key, "start_run", args)
+
+    assert result.is_error and "repeat" in error_text(result)
+    assert not Run.objects.exists()
