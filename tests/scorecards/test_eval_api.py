@@ -10,12 +10,13 @@ from urllib.parse import quote
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from accounts.services import api_key_create
 from runnercli.protocol import CaseResult as CaseResultWire
 from runnercli.protocol import Fingerprint
 from runners import queue
-from runners.models import RunnerJob
+from runners.models import JobAttempt, RunnerJob
 from scorecards.models import CaseResult, Run
 from scorecards.selectors import cursor_encode
 from scorecards.services import dataset_create, harness_create, result_submit, run_cancel
@@ -359,3 +360,30 @@ def test_the_history_has_a_point_per_run_labelled_by_git_sha(
     assert "aaaaaaa" in text and "bbbbbbb" in text
     assert text.count('<tr data-run="') == 3
     assert client.get("/w/acme/harnesses/nope/").status_code == 404
+
+
+def test_a_late_result_kept_as_a_shadow_shows_what_it_would_have_scored(
+    client: Client, alice: Any, laptop: Any
+) -> None:
+    run = start(alice, laptop, concurrency=1)
+    grant = queue.job_lease(runner=laptop)[0]
+    result_submit(
+        runner=laptop, job_id=grant.job.pk, lease_epoch=grant.job.lease_epoch,
+        result=completed("wrong"),
+    )  # fmt: skip
+    # As the fence keeps a refused late result on its attempt (never counted).
+    JobAttempt.objects.filter(pk=grant.attempt.pk).update(
+        shadow_result=completed("hello 0").model_dump(mode="json"),
+        shadow_at=timezone.now(),
+        shadow_reason="superseded by attempt 2",
+        resumes=1,
+        gap_ms=4200,
+    )
+
+    case = api(client, alice).get(f"/api/runs/{run.pk}/cases/c0").json()
+
+    [attempt] = case["runs"][0]["attempts"]
+    assert attempt["shadow"]["would"] == "pass"
+    assert attempt["shadow"]["reason"] == "superseded by attempt 2"
+    assert (attempt["resumes"], attempt["gap_ms"]) == (1, 4200)
+    assert case["runs"][0]["result"]["verdict"] == "fail"  # the shadow is never counted
