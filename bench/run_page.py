@@ -46,9 +46,10 @@ def timed(work: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 def whole_run_update(run: Any) -> bytes:
     """The update as it was: the run reply with every result, outputs cut to 500 characters."""
     from scorecards.replies import RunSummary
-    from scorecards.selectors import result_items, results_of, run_summary
+    from scorecards.selectors import result_items, results_of, run_summary, with_previews
 
-    results = [item.data() for item in result_items(results_of(run))]
+    everything = with_previews(list(results_of(run).values_list("pk", flat=True)))
+    results = [item.data() for item in result_items(everything)]
     for result in results:
         result["output"] = result["output"][:OLD_PREVIEW_CHARS]
     summary = RunSummary.model_validate(run_summary(run)).data()

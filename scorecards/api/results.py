@@ -34,8 +34,9 @@ class RunResultsView(APIView):
         run = selectors.run_get(user=request.user, run_id=run_id)
         verdicts = selectors.verdicts_parse(request.query_params.get("verdict"))
         paginator = SettlementOrder()
-        rows = paginator.paginate_queryset(selectors.results_of(run, verdicts), request, self)
-        return paginator.get_paginated_response(data(selectors.result_items(rows or [])))
+        page = paginator.paginate_queryset(selectors.results_of(run, verdicts), request, self)
+        rows = selectors.with_previews([row.pk for row in page or []])
+        return paginator.get_paginated_response(data(selectors.result_items(rows)))
 
 
 class CaseDetailView(APIView):

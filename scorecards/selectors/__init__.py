@@ -42,6 +42,7 @@ from scorecards.selectors.results import (
     results_page,
     run_reply,
     verdicts_parse,
+    with_previews,
 )
 from scorecards.selectors.runs import (
     RUNTIME_ANY,
@@ -112,4 +113,5 @@ __all__ = [
     "score_distribution",
     "verdict_change",
     "verdicts_parse",
+    "with_previews",
 ]

@@ -53,13 +53,23 @@ def limit_parse(value: str | int | None) -> int:
 
 
 def results_of(run: Run, verdicts: Sequence[str] = ()) -> QuerySet[CaseResult]:
-    """The run's results in settlement order, with a preview of each output (cut by the
-    database) instead of the output itself."""
+    """The run's results in settlement order, as bare rows (id and seq): the page is chosen
+    on the (run, seq) index first, and only its rows are read whole (`with_previews`)."""
     results = CaseResult.objects.filter(run=run)
     if verdicts:
         results = results.filter(verdict__in=list(verdicts))
-    return (
-        results.annotate(
+    return results.only("pk", "seq").order_by("seq")
+
+
+def with_previews(ids: Sequence[int]) -> list[CaseResult]:
+    """These results, in settlement order, each with a preview of its output cut by the
+    database (a 1 MiB output never travels to be cut) instead of the output itself.
+
+    Kept apart from choosing the page: computed in the same query as the page's order and
+    limit, the previews could be evaluated for every row of the run before the limit."""
+    return list(
+        CaseResult.objects.filter(pk__in=list(ids))
+        .annotate(
             case_key=F("case__key"),
             output_head=Substr("output", 1, OUTPUT_PREVIEW_BYTES),
             output_chars=Length("output"),
@@ -78,7 +88,7 @@ def _cut(text: str, limit: int) -> str:
 
 
 def result_item(row: Any) -> RunResultItem:
-    """One row of `results_of` as it is listed."""
+    """One row of `with_previews` as it is listed."""
     head = _cut(row.output_head, OUTPUT_PREVIEW_BYTES)
     return RunResultItem(
         case=row.case_key,
@@ -109,10 +119,11 @@ def results_after(
     rows = results_of(run, verdicts)
     if after is not None:
         rows = rows.filter(seq__gt=after)
-    page = list(rows[: limit + 1])
-    more = len(page) > limit
-    page = page[:limit]
-    return result_items(page), page[-1].seq if more else None
+    chosen = list(rows.values_list("pk", "seq")[: limit + 1])
+    more = len(chosen) > limit
+    chosen = chosen[:limit]
+    items = result_items(with_previews([pk for pk, _ in chosen]))
+    return items, chosen[-1][1] if more else None
 
 
 def results_page(
