@@ -113,7 +113,7 @@ def test_a_misspelt_argument_is_a_tool_error_not_a_silent_default(
 ) -> None:
     suite(alice, cases=2)
     laptop = pair(alice)
-    args = {"workspace": "acme", "harness": "echo", "dataset": "echo"}
+    args: dict[str, Any] = {"workspace": "acme", "harness": "echo", "dataset": "echo"}
     args |= {"runtime": f"self:{laptop.pk}", "repeat": 3}
 
     result = call(gateway.url, key, "start_run", args)
