@@ -21,18 +21,38 @@
       pointHoverRadius: 8,
       showLine: true,
       tension: 0,
+      clip: false,
     };
   });
+  // Each point's label (its git SHA, or #run) written above it.
+  var pointLabels = {
+    id: "pointLabels",
+    afterDatasetsDraw: function (chart) {
+      var ctx = chart.ctx;
+      ctx.save();
+      ctx.font = "11px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace";
+      ctx.fillStyle = "#59636e";
+      ctx.textAlign = "center";
+      chart.data.datasets.forEach(function (dataset, i) {
+        chart.getDatasetMeta(i).data.forEach(function (element, j) {
+          ctx.fillText(dataset.data[j].point.label, element.x, element.y - 10);
+        });
+      });
+      ctx.restore();
+    },
+  };
   function when(ms) {
     return new Date(ms).toISOString().replace("T", " ").slice(0, 16);
   }
   window.historyChart = new window.Chart(canvas, {
     type: "scatter",
     data: { datasets: datasets },
+    plugins: [pointLabels],
     options: {
       responsive: true,
       maintainAspectRatio: false,
       animation: false,
+      layout: { padding: { top: 18 } },
       interaction: { mode: "nearest", intersect: true },
       scales: {
         x: { type: "linear", ticks: { callback: function (v) { return when(v).slice(5); }, maxTicksLimit: 6 } },
