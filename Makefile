@@ -7,7 +7,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
 
-.PHONY: install test lint test-sqlite test-postgres demo serve bench browser-deps node-deps oidc-deps clean
+.PHONY: install test lint test-sqlite test-postgres demo serve bench browser-deps node-deps oidc-deps chart-deps clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python >= 3.11 is required"; exit 1; }
@@ -44,6 +44,24 @@ oidc-deps:
 		( test -f package.json || echo '{"private": true}' > package.json ) && \
 		npm install --loglevel=error --no-audit --no-fund --save-exact oidc-provider@$(OIDC_PROVIDER_VERSION); }
 
+# Chart.js for the run page's score distribution and a harness's history, installed from npm
+# under var/node and copied into the app's static files (served by the app itself: never a
+# CDN). The copy is committed, so `make demo` needs no npm; this step refreshes it and fails
+# loudly when npm or the expected file is missing (CI runs it).
+CHARTJS_VERSION := 4.5.1
+CHARTJS_STATIC := scorecards/static/scorecards/vendor/chart.umd.min.js
+chart-deps:
+	@grep -qs '"version": "$(CHARTJS_VERSION)"' var/node/node_modules/chart.js/package.json || { \
+		mkdir -p var/node && cd var/node && \
+		( test -f package.json || echo '{"private": true}' > package.json ) && \
+		npm install --loglevel=error --no-audit --no-fund --save-exact chart.js@$(CHARTJS_VERSION); }
+	@test -s var/node/node_modules/chart.js/dist/chart.umd.min.js || { \
+		echo "chart.js $(CHARTJS_VERSION) has no dist/chart.umd.min.js"; exit 1; }
+	@mkdir -p $(dir $(CHARTJS_STATIC))
+	@cp var/node/node_modules/chart.js/dist/chart.umd.min.js $(CHARTJS_STATIC)
+	@cp var/node/node_modules/chart.js/LICENSE.md $(dir $(CHARTJS_STATIC))chart.js-LICENSE.md
+	@echo "Chart.js $(CHARTJS_VERSION) vendored into $(CHARTJS_STATIC)"
+
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -62,7 +80,7 @@ test-postgres: install
 		echo "PostgreSQL at $(TEST_DATABASE_URL) is unreachable: skipping the PostgreSQL pass"; \
 	fi
 
-test: install browser-deps node-deps oidc-deps lint test-sqlite test-postgres
+test: install browser-deps node-deps oidc-deps chart-deps lint test-sqlite test-postgres
 
 demo: install
 	$(PY) -m everdict.demo

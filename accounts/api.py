@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from accounts.errors import NotFound
 from accounts.models import ApiKey
 from accounts.replies import ApiKeyItem, ApiKeyItems, IssuedKey, data
+from accounts.serializers import StrictSerializer
 from accounts.services import api_key_create, api_key_revoke
 
 
@@ -31,7 +32,7 @@ class BearerKeyScheme(OpenApiAuthenticationExtension):
         }
 
 
-class ApiKeyCreateSerializer(serializers.Serializer):
+class ApiKeyCreateSerializer(StrictSerializer):
     name = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
 
 

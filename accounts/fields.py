@@ -11,8 +11,9 @@ from rest_framework import serializers
 
 
 def ascii_int(text: str | None) -> int | None:
-    """The non-negative integer `text` spells in ASCII digits, or None."""
-    if text is None or not text.isascii() or not text.isdigit():
+    """The non-negative integer `text` spells in ASCII digits (at most 18 of them: it must
+    fit a database id), or None."""
+    if text is None or not text.isascii() or not text.isdigit() or len(text) > 18:
         return None
     return int(text)
 

@@ -31,6 +31,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "idle_runners": ([], ["--n", "500", "--window", "20", "--wake-jobs", "20"]),
     "consent": ([], ["--jobs", "300", "--entries", "100"]),
     "grading": ([], ["--results", "10", "--calls", "50"]),
+    "run_page": ([], ["--sizes", "100,2000", "--repeat", "3"]),
 }
 POSTGRES_ONLY = {"throughput"}
 

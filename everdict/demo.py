@@ -210,6 +210,23 @@ def _check_alive(children: Children) -> None:
 
 # ------------------------------------------------------------------ the run
 
+# What the runner prints once the server answered its `hello` (runnercli.loop).
+HELLO_LINE = "connected to "
+
+
+def _wait_for_hello(log: Path, offset: int, children: Children, timeout_s: float = 60) -> None:
+    """Wait until the runner started now has said hello, so the run is dispatched to a runner
+    that is online (its events then carry no "runner offline" warning)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(FileNotFoundError), log.open("rb") as handle:
+            handle.seek(offset)
+            if HELLO_LINE.encode() in handle.read():
+                return
+        _check_alive(children)
+        time.sleep(0.2)
+    raise DemoError(f"the runner did not connect within {timeout_s:.0f}s: see {log}")
+
 
 def _wait_for_run(run_id: int, children: Children, timeout_s: float, say: Any) -> Any:
     from django.db import close_old_connections
@@ -355,6 +372,8 @@ def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console
     console.print(f"Starting runner #{runner.pk} “{runner.label}” (config {config_file})")
     runner_env = {**env, "EVERDICT_RUNNER_CONFIG": str(config_file), "NO_COLOR": "1"}
     runner_env.pop("DJANGO_SETTINGS_MODULE", None)
+    runner_log = children.log_dir / "runner.log"
+    log_start = runner_log.stat().st_size if runner_log.exists() else 0
     children.start(
         "runner",
         [
@@ -372,6 +391,7 @@ def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console
         ],
         runner_env,
     )
+    _wait_for_hello(runner_log, log_start, children)
     run = run_start(
         user=user,
         workspace_slug=WORKSPACE,

@@ -23,9 +23,6 @@ from runners.pairing import device_pairing_decide
 from runners.replies import DevicePairingItem, PairedRunner, runner_items
 from runners.services import runner_pair, runner_revoke
 from runners.throttles import device_code_wait
-from scorecards.replies import RunReply
-from scorecards.selectors import run_get, run_reply
-from scorecards.services import MAX_CONCURRENCY, run_start
 
 Label = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
 
@@ -55,14 +52,6 @@ def _approved(user: Any, user_code: str) -> DevicePairingItem:
         raise QuotaExceeded(f"Too many codes tried: wait {int(wait) + 1} s, then try again.")
     pairing = device_pairing_decide(user=user, user_code=user_code, approve=True)
     return DevicePairingItem.of(pairing)
-
-
-def _started(user: Any, **kwargs: Any) -> RunReply:
-    return run_reply(run_start(user=user, **kwargs))
-
-
-def _run(user: Any, run_id: int) -> RunReply:
-    return run_reply(run_get(user=user, run_id=run_id))
 
 
 async def pair_runner(
@@ -102,38 +91,10 @@ async def approve_device_pairing(
     return await in_thread(_approved, user=user, user_code=user_code)
 
 
-async def start_run(
-    workspace: str,
-    harness: str,
-    dataset: str,
-    runtime: Annotated[str, Field(description="`self:<runner_id>` or `self:any`.")],
-    concurrency: Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)] = 1,
-) -> RunReply:
-    """Run the latest harness version over the latest dataset version on your runner(s)."""
-    user = current_principal().require_user("start_run")
-    return await in_thread(
-        _started,
-        user=user,
-        workspace_slug=workspace,
-        harness=harness,
-        dataset=dataset,
-        runtime=runtime,
-        concurrency=concurrency,
-    )
-
-
-async def get_run(run_id: int) -> RunReply:
-    """Read a run of a workspace you belong to: status, summary, events, results."""
-    user = current_principal().require_user("get_run")
-    return await in_thread(_run, user=user, run_id=run_id)
-
-
 PERSONAL_TOOLS: list[Callable[..., Any]] = [
     pair_runner,
     list_runners,
     revoke_runner,
     list_api_keys,
-    start_run,
-    get_run,
     approve_device_pairing,
 ]

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django.conf import settings
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
@@ -12,6 +17,7 @@ from starlette.applications import Starlette
 from mcpgateway.auth import EverdictTokenVerifier
 from mcpgateway.calls import guarded
 from mcpgateway.personal_tools import PERSONAL_TOOLS
+from mcpgateway.run_tools import RUN_TOOLS
 from mcpgateway.runner_tools import RUNNER_TOOLS
 
 MCP_PATH = "/mcp"
@@ -25,7 +31,22 @@ Runner tools (a runner token, rnr_…): hello, lease_job, heartbeat_job, submit_
 submit_job_results, fail_job, release_job, report_case_log. A tool error whose structured
 content says `retryable` is the server's passing trouble: send the call again.
 Personal tools (a personal API key, evk_…): pair_runner, list_runners, revoke_runner,
-list_api_keys, start_run, get_run, approve_device_pairing."""
+list_api_keys, approve_device_pairing; start_run, get_run, list_results, list_runs,
+compare_runs, rerun, cancel_run."""
+
+
+def strict_tool(fn: Callable[..., Any]) -> Tool:
+    """A tool that refuses an argument it does not take (a tool error naming it) instead of
+    ignoring it: `start_run(repeat=3)` must not quietly run once. Its published input schema
+    says so (`additionalProperties: false`). Runner tools stay lenient, so that a newer
+    runner's optional argument never breaks an older server."""
+    tool = Tool.from_function(fn)
+    loose = tool.fn_metadata.arg_model
+    config = {**loose.model_config, "extra": "forbid"}
+    strict: type[ArgModelBase] = type(loose.__name__, (loose,), {"model_config": config})
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = strict.model_json_schema(by_alias=True)
+    return tool
 
 
 def build_server() -> MCPServer:
@@ -40,8 +61,9 @@ def build_server() -> MCPServer:
             issuer_url=AnyHttpUrl(settings.EVERDICT_PUBLIC_URL or "http://127.0.0.1:8000"),
             resource_server_url=None,
         ),
+        tools=[strict_tool(guarded(fn)) for fn in [*PERSONAL_TOOLS, *RUN_TOOLS]],
     )
-    for tool in [*RUNNER_TOOLS, *PERSONAL_TOOLS]:
+    for tool in RUNNER_TOOLS:
         server.add_tool(guarded(tool))
     return server
 

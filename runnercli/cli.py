@@ -37,6 +37,7 @@ from runnercli.exits import EXIT_NOT_REPORTED, EXIT_REVOKED, EXIT_UPDATE_REQUIRE
 from runnercli.loop import RunnerLoop, RunOptions
 from runnercli.protocol import MAX_WAIT_MS, PROTOCOL_VERSION, Hello
 from runnercli.status import StatusLine
+from runnercli.submit import submit
 from runnercli.terminal import clean
 from runnercli.trust import Entry, TrustError, TrustStore, parse_entries, server_key
 
@@ -79,6 +80,9 @@ insecure_option = click.option(
 @click.version_option(runnercli_version(), prog_name="everdict-runner")
 def cli() -> None:
     """The Everdict runner: runs your workspace's evaluation cases on this machine."""
+
+
+cli.add_command(submit)
 
 
 def main() -> None:

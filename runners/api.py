@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.replies import data
+from accounts.serializers import StrictSerializer
 from runnercli.protocol import CAPABILITY_RE, MAX_CAPABILITIES, MAX_CAPABILITY_CHARS
 from runners.models import PairingMethod, Runner
 from runners.replies import PairedRunner, RunnerItems, runner_items
@@ -22,7 +23,7 @@ capability_validator = RegexValidator(
 )
 
 
-class RunnerPairSerializer(serializers.Serializer):
+class RunnerPairSerializer(StrictSerializer):
     # `label` shadows Field.label in the type stubs only; DRF declares fields this way.
     label = serializers.CharField(max_length=100)  # type: ignore[assignment]
     os = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")

@@ -1,9 +1,12 @@
-"""The live run page's WebSocket: new log lines and the run's state, pushed as they change.
+"""The live run page's WebSocket: only what changed since the page's last sequence numbers.
 
-The consumer follows the database, not a notification: every POLL_S it reads the log lines
-after the last one sent and a cheap fingerprint of the run, and sends only what changed.
-That works the same with one process or many replicas behind PostgreSQL, and nothing
-that settles a run needs to know a page is watching it.
+The page connects with the last log line, result and event it shows
+(`?after=&results_after=&events_after=`); the consumer follows the database, not a
+notification: every POLL_S it reads what came after those numbers and sends it —
+`logs`, `results` (outputs cut to a preview), and `run` (status, summary and new events)
+when the run moved. That works the same with one process or many replicas behind
+PostgreSQL, nothing that settles a run needs to know a page is watching it, and an update of
+a 10,000-case run costs what changed, not the run.
 """
 
 from __future__ import annotations
@@ -19,14 +22,12 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from accounts.errors import NotFound
 from accounts.fields import ascii_int
-from runners.queue import run_job_counts
-from scorecards.selectors import run_get, run_logs, run_reply
+from scorecards.selectors import run_get
+from scorecards.selectors.live import Watch, run_changes
 
 POLL_S = 0.5
 # After a run ends, late log lines may still arrive for a moment; then the socket closes.
 GRACE_S = 3.0
-# The page shows an output preview at most; the full output is on the API.
-OUTPUT_PREVIEW_CHARS = 500
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 CLOSE_SERVER_ERROR = 1011
@@ -34,16 +35,13 @@ CLOSE_SERVER_ERROR = 1011
 log = logging.getLogger(__name__)
 
 
-def live_reply(run: Any) -> dict[str, Any]:
-    """The REST run reply with outputs cut to a preview, as the page shows them."""
-    reply = run_reply(run).data()
-    for result in reply["results"]:
-        result["output"] = result["output"][:OUTPUT_PREVIEW_CHARS]
-    return reply
+def _number(query: dict[str, list[str]], name: str) -> int:
+    return ascii_int(query.get(name, ["0"])[0]) or 0
 
 
 class RunConsumer(AsyncJsonWebsocketConsumer):
-    """`ws/runs/<id>/?after=<seq>`: session-authenticated, members of the run's workspace."""
+    """`ws/runs/<id>/?after=&results_after=&events_after=`: session-authenticated, members of
+    the run's workspace."""
 
     async def connect(self) -> None:
         self.user = self.scope.get("user")
@@ -57,9 +55,11 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_NOT_FOUND)
             return
         query = parse_qs(self.scope.get("query_string", b"").decode())
-        after = query.get("after", ["0"])[0]
-        self.after = ascii_int(after) or 0
-        self.fingerprint: tuple[Any, ...] | None = None
+        self.watch = Watch(
+            logs_after=_number(query, "after"),
+            results_after=_number(query, "results_after"),
+            events_after=_number(query, "events_after"),
+        )
         await self.accept()
         self.follower = asyncio.create_task(self.follow())
 
@@ -75,7 +75,7 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         loop = asyncio.get_running_loop()
         while True:
             try:
-                lines, reply, terminal = await database_sync_to_async(self.changes)()
+                messages, more, terminal = await database_sync_to_async(self.changes)()
             except NotFound:
                 # Removed from the workspace (or the run deleted) while watching.
                 await self.close(code=CLOSE_NOT_FOUND)
@@ -86,33 +86,20 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
                 log.exception("following run %s failed", self.run_id)
                 await self.close(code=CLOSE_SERVER_ERROR)
                 return
-            if lines:
-                await self.send_json({"type": "logs", "lines": lines})
-            if reply is not None:
-                await self.send_json({"type": "run", "run": reply})
+            for message in messages:
+                await self.send_json(message)
             if terminal and ended_at is None:
                 ended_at = loop.time()
-            if ended_at is not None and not lines and loop.time() - ended_at >= GRACE_S:
+            quiet = not more and not any(m["type"] == "logs" for m in messages)
+            if ended_at is not None and quiet and loop.time() - ended_at >= GRACE_S:
                 await self.close()
                 return
-            if not lines:
+            if not more:
                 await asyncio.sleep(POLL_S)
 
-    def changes(self) -> tuple[list[dict[str, Any]], dict[str, Any] | None, bool]:
-        """What changed since the last pass: new log lines, and the run if it moved."""
-        lines = [
-            line.data() for line in run_logs(user=self.user, run_id=self.run_id, after=self.after)
-        ]
-        if lines:
-            self.after = lines[-1]["seq"]
+    def changes(self) -> tuple[list[dict[str, Any]], bool, bool]:
+        """What changed since the last pass, whether more is waiting, and whether the run
+        has ended."""
         run = run_get(user=self.user, run_id=self.run_id)
-        fingerprint = (
-            run.status,
-            run.results.count(),
-            run.events.count(),
-            tuple(sorted(run_job_counts(run.pk).items())),
-        )
-        if fingerprint == self.fingerprint:
-            return lines, None, run.is_terminal
-        self.fingerprint = fingerprint
-        return lines, live_reply(run), run.is_terminal
+        messages, more = run_changes(user=self.user, run=run, watch=self.watch)
+        return messages, more, run.is_terminal

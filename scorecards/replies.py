@@ -130,15 +130,22 @@ class VersionRef(Reply):
 
 
 class RunSummary(Reply):
-    total: int
+    total: int = Field(description="Jobs: cases times repeats.")
     pending: int
     running: int
     pass_: int = Field(alias="pass")
     fail: int
     error: int
     canceled: int
-    pass_rate: float | None
+    pass_rate: float | None = Field(description="Passing results over settled results.")
     mean_score: float | None
+    cases: int = Field(description="Cases with at least one settled result.")
+    pass_fraction: float | None = Field(
+        description="Mean over cases of each case's passing share of its settled repeats "
+        "(an error counts 0)."
+    )
+    stderr: float | None = Field(description="Standard error of `pass_fraction` over cases.")
+    flaky: int = Field(description="Cases that both passed and did not, across repeats.")
     cost_usd: float = Field(description="Reported cost: provenance, not billed.")
 
 
@@ -149,20 +156,35 @@ class RunEventItem(Reply):
 
 
 class RunResultItem(Reply):
+    """One settled result of a case (one repeat), its output cut to a preview."""
+
     case: str
+    repeat: int
+    seq: int = Field(description="Settlement order within the run.")
     verdict: str
     score: float
     status: str
     output: str
+    output_truncated: bool = Field(
+        description="The output was cut to 1 KiB; the case reply and the exports hold it whole."
+    )
     error: str
+    reason: str = Field(description="The grader's reason.")
     duration_ms: int
     usage: dict[str, Any] | None
     provenance: dict[str, Any]
     runner: int | None
 
 
+class ResultPage(Reply):
+    """A page of a run's results, in settlement order (MCP `list_results`)."""
+
+    results: list[RunResultItem]
+    next_cursor: str | None = Field(description="Pass it as `cursor` for the next page.")
+
+
 class RunReply(Reply):
-    """A scorecard run: its summary, events and settled results."""
+    """A scorecard run: its summary, the newest events and the first settled results."""
 
     id: int
     workspace: str
@@ -171,11 +193,59 @@ class RunReply(Reply):
     status: str
     runtime: str
     concurrency: int
+    repeats: int
+    parent: int | None = Field(description="The run this one re-runs cases of.")
+    rerun_of: str = Field(description="Which cases of the parent: failed, unfinished or ''.")
+    metadata: dict[str, Any]
     submitted_by: str
     created_at: Timestamp
     finished_at: Timestamp | None
     summary: RunSummary
-    events: list[RunEventItem]
+    events: list[RunEventItem] = Field(description="The newest 50, oldest first.")
+    results: list[RunResultItem] = Field(description="The first 100 settled, outputs cut to 1 KiB.")
+    results_next: str | None = Field(description="The URL of the next page of results.")
+    next_cursor: str | None = Field(description="The same page as a bare cursor.")
+
+
+class RunItem(Reply):
+    """A run as listed: no events or results."""
+
+    id: int
+    workspace: str
+    harness: VersionRef
+    dataset: VersionRef
+    status: str
+    runtime: str
+    repeats: int
+    parent: int | None
+    metadata: dict[str, Any]
+    submitted_by: str
+    created_at: Timestamp
+    finished_at: Timestamp | None
+    settled: int = Field(description="Settled results.")
+    passed: int = Field(description="Passing results.")
+
+
+class RunPage(Reply):
+    """A page of a workspace's runs, newest first (MCP `list_runs`)."""
+
+    runs: list[RunItem]
+    next_cursor: str | None
+
+
+class RunItemPage(Reply):
+    """The REST page of runs: DRF's cursor pagination."""
+
+    next: str | None
+    previous: str | None
+    results: list[RunItem]
+
+
+class ResultItemPage(Reply):
+    """The REST page of results: DRF's cursor pagination."""
+
+    next: str | None
+    previous: str | None
     results: list[RunResultItem]
 
 

@@ -46,8 +46,9 @@ def _errored(detail: str) -> Grade:
 
 
 def _preview(text: str) -> str:
+    """A value as the reason quotes it, on one line: `Paris`."""
     shown = text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS] + "…"
-    return repr(shown)
+    return "`" + shown.replace("\r", "\\r").replace("\n", "\\n") + "`"
 
 
 def _as_text(value: Any) -> str:
@@ -118,7 +119,7 @@ def _grade_text(kind: str, subject: str, expected: Any) -> Grade:
     if kind == "contains":
         if wanted in subject:
             return _passed("output contains expected")
-        return _failed(f"{_preview(wanted)} not found in output {_preview(subject)}")
+        return _failed(f"expected {_preview(wanted)} in the output, got {_preview(subject)}")
     try:
         # RE2: linear in the output whatever the pattern; one it cannot run is an error,
         # never handed to a backtracking engine.
@@ -164,6 +165,21 @@ def grade(
     # Without a field, text graders judge the output as printed (JSON or not).
     text = _as_text(subject) if grader.field else output
     return _grade_text(grader.type, text, expected)
+
+
+def graded_text(*, spec: HarnessSpec, output: str) -> str | None:
+    """The text a text grader (exact, contains, regex) judged in this output, or None when
+    the grader is not a text grader or the output does not hold the field it reads."""
+    grader = spec.grader
+    if grader.type not in ("exact", "contains", "regex"):
+        return None
+    if not grader.field:
+        return output
+    try:
+        subject = _pick(json.loads(output), grader.field)
+    except ValueError:
+        return None
+    return None if subject is _MISSING else _as_text(subject)
 
 
 def _number(value: Any) -> float | None:

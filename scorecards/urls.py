@@ -5,19 +5,23 @@ from __future__ import annotations
 from django.urls import path
 
 from scorecards import views
-from scorecards.api import catalog, runs, workspaces
+from scorecards.api import catalog, results, runs, workspaces
 from scorecards.consumers import RunConsumer
+from scorecards.links import case_patterns
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("w/<slug:slug>/", views.workspace_overview, name="workspace"),
     path("w/<slug:slug>/harnesses/", views.harnesses, name="harnesses"),
+    path("w/<slug:slug>/harnesses/<str:name>/", views.harness_history, name="harness-history"),
     path("w/<slug:slug>/datasets/", views.datasets, name="datasets"),
     path("w/<slug:slug>/runs/", views.run_list, name="runs"),
     path("w/<slug:slug>/runs/new", views.run_new, name="run-new"),
     path("w/<slug:slug>/compare", views.compare, name="compare"),
     path("runs/<int:run_id>/", views.run_detail, name="run"),
     path("runs/<int:run_id>/cancel", views.run_cancel_view, name="run-cancel"),
+    path("runs/<int:run_id>/rerun", views.run_rerun_view, name="run-rerun"),
+    *case_patterns(views.case_detail, "case", slash=True),
 ]
 
 api_urlpatterns = [
@@ -36,6 +40,20 @@ api_urlpatterns = [
     path("runs/<int:run_id>", runs.RunDetailView.as_view(), name="api-run"),
     path("runs/<int:run_id>/logs", runs.RunLogsView.as_view(), name="api-run-logs"),
     path("runs/<int:run_id>/cancel", runs.RunCancelView.as_view(), name="api-run-cancel"),
+    path("runs/<int:run_id>/rerun", runs.RunRerunView.as_view(), name="api-run-rerun"),
+    path("runs/<int:run_id>/compare", runs.RunCompareView.as_view(), name="api-run-compare"),
+    path("runs/<int:run_id>/results", results.RunResultsView.as_view(), name="api-run-results"),
+    path(
+        "runs/<int:run_id>/results.csv",
+        results.RunExportView.as_view(),
+        name="api-run-results-csv",
+    ),
+    path(
+        "runs/<int:run_id>/results.jsonl",
+        results.RunJsonlExportView.as_view(),
+        name="api-run-results-jsonl",
+    ),
+    *case_patterns(results.CaseDetailView.as_view(), "api-case", slash=False),
 ]
 
 websocket_urlpatterns = [

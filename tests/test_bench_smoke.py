@@ -87,3 +87,16 @@ def test_the_grading_benchmark_grades_a_pathological_pattern_beside_backtracking
         "another member's API call p50 / p99 while graded",
     ]
     assert "backtracking re" in result["rows"][0]["baseline"]
+
+
+def test_the_run_page_benchmark_sets_a_small_run_beside_a_large_one(tmp_path: Path) -> None:
+    result = bench("run_page", ["--sizes", "20,400", "--repeat", "2"], tmp_path)
+    figures = [row["figure"] for row in result["rows"]]
+    assert figures[:3] == [
+        "run page GET, 400 cases (beside 20)",
+        "GET /api/runs/<id>, 400 cases (beside 20)",
+        "WebSocket update, 1 new result, 400 cases (beside 20)",
+    ]
+    # The live update carries the new result, not the run: its size does not grow.
+    assert result["rows"][2]["met"] is True
+    assert "whole run" in result["rows"][4]["baseline"]

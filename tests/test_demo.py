@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -86,6 +87,10 @@ def test_the_demo_prints_a_scored_summary_and_leaves_nothing_behind(tmp_path: Pa
     assert code == 0
     assert left == [], f"processes left behind: {left}"
     assert (tmp_path / "demo-runner.json").stat().st_mode & 0o077 == 0
+    # Dispatched once the runner said hello: no "runner offline" warning on the first page.
+    with sqlite3.connect(tmp_path / "demo.sqlite3") as db:
+        events = [row[0] for row in db.execute("SELECT message FROM scorecards_runevent")]
+    assert events and not [e for e in events if "offline" in e], events
 
 
 def test_a_second_demo_start_reuses_what_the_first_seeded(tmp_path: Path) -> None:

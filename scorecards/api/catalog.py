@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from accounts.parsers import BoundedJSONParser
 from accounts.replies import data
+from accounts.serializers import StrictSerializer
 from scorecards.replies import (
     DatasetItem,
     DatasetItems,
@@ -58,7 +59,7 @@ class PlainTextLinesParser(JsonLinesParser):
 _JSONL_MEDIA_TYPES = {p.media_type for p in (JsonLinesParser, JsonlParser, PlainTextLinesParser)}
 
 
-class HarnessCreateSerializer(serializers.Serializer):
+class HarnessCreateSerializer(StrictSerializer):
     name = serializers.CharField(max_length=100)
     spec = serializers.JSONField(
         help_text='e.g. {"command": ["python", "solve.py", "{input.prompt}"], "timeout_s": 600, '
@@ -66,7 +67,7 @@ class HarnessCreateSerializer(serializers.Serializer):
     )
 
 
-class DatasetCreateSerializer(serializers.Serializer):
+class DatasetCreateSerializer(StrictSerializer):
     name = serializers.CharField(max_length=100)
     # Validated by the service, which reports every bad case by index in one pass.
     cases = serializers.JSONField(help_text="[{key, input, expected}, …]")

@@ -1,4 +1,5 @@
-"""REST API for scorecard runs: start, read (summary, events, results), logs, cancel."""
+"""REST API for scorecard runs: start and list, read (summary, newest events, first results),
+logs, cancel, rerun, compare."""
 
 from __future__ import annotations
 
@@ -11,12 +12,23 @@ from rest_framework.views import APIView
 from accounts.fields import IntegerField, ascii_int
 from accounts.replies import data
 from accounts.schema import service_errors
-from scorecards.replies import LogLines, RunReply
-from scorecards.selectors import run_get, run_logs, run_reply
-from scorecards.services import MAX_CONCURRENCY, run_cancel, run_start
+from accounts.serializers import StrictSerializer
+from scorecards import selectors
+from scorecards.api.paging import NewestFirst
+from scorecards.compare_replies import CompareReply
+from scorecards.models import RunStatus
+from scorecards.replies import LogLines, RunItemPage, RunReply
+from scorecards.services import (
+    MAX_CONCURRENCY,
+    MAX_REPEATS,
+    RERUN_CHOICES,
+    run_cancel,
+    run_rerun,
+    run_start,
+)
 
 
-class RunCreateSerializer(serializers.Serializer):
+class RunCreateSerializer(StrictSerializer):
     harness = serializers.CharField(max_length=100)
     harness_version = IntegerField(min_value=1, required=False, allow_null=True)
     dataset = serializers.CharField(max_length=100)
@@ -25,22 +37,62 @@ class RunCreateSerializer(serializers.Serializer):
         max_length=50, help_text="`self:<runner_id>` (one of my runners) or `self:any`."
     )
     concurrency = IntegerField(min_value=1, max_value=MAX_CONCURRENCY, default=1)
+    repeats = IntegerField(
+        min_value=1, max_value=MAX_REPEATS, default=1, help_text="Runs of each case."
+    )
+    metadata = serializers.DictField(
+        required=False,
+        help_text='At most 4 KiB of JSON, e.g. {"git_sha": "…", "branch": "main", "ci_url": "…"}.',
+    )
+
+
+class RunRerunSerializer(StrictSerializer):
+    only = serializers.ChoiceField(choices=RERUN_CHOICES)
+    runtime = serializers.CharField(
+        max_length=50,
+        required=False,
+        help_text="Default: the original's when you started it, else `self:any`.",
+    )
+
+
+class RunListQuery(serializers.Serializer):
+    harness = serializers.CharField(max_length=100, required=False)
+    dataset = serializers.CharField(max_length=100, required=False)
+    status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
+
+
+def _base(request: Request) -> str:
+    return request.build_absolute_uri("/").rstrip("/")
 
 
 class RunCreateView(APIView):
+    @extend_schema(
+        parameters=[RunListQuery, OpenApiParameter("cursor", str), OpenApiParameter("limit", int)],
+        responses=RunItemPage,
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        query = RunListQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        runs = selectors.runs_of(user=request.user, workspace_slug=slug, **query.validated_data)
+        paginator = NewestFirst()
+        page = paginator.paginate_queryset(runs, request, self) or []
+        return paginator.get_paginated_response(data([selectors.run_item(r) for r in page]))
+
     @extend_schema(request=RunCreateSerializer, responses={201: RunReply})
     @service_errors((429, "Error", "The workspace has used its run quota for this month."))
     def post(self, request: Request, slug: str) -> Response:
         body = RunCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         run = run_start(user=request.user, workspace_slug=slug, **body.validated_data)
-        return Response(run_reply(run).data(), status=status.HTTP_201_CREATED)
+        reply = selectors.run_reply(run, base_url=_base(request))
+        return Response(reply.data(), status=status.HTTP_201_CREATED)
 
 
 class RunDetailView(APIView):
     @extend_schema(responses=RunReply)
     def get(self, request: Request, run_id: int) -> Response:
-        return Response(run_reply(run_get(user=request.user, run_id=run_id)).data())
+        run = selectors.run_get(user=request.user, run_id=run_id)
+        return Response(selectors.run_reply(run, base_url=_base(request)).data())
 
 
 class RunLogsView(APIView):
@@ -52,10 +104,44 @@ class RunLogsView(APIView):
         after = ascii_int(request.query_params.get("after", "0"))
         if after is None:
             return Response({"after": ["Must be a non-negative integer (ASCII digits)."]}, 400)
-        return Response(data(run_logs(user=request.user, run_id=run_id, after=after)))
+        lines = selectors.run_logs(user=request.user, run_id=run_id, after=after)
+        return Response(data(lines))
 
 
 class RunCancelView(APIView):
     @extend_schema(request=None, responses=RunReply)
     def post(self, request: Request, run_id: int) -> Response:
-        return Response(run_reply(run_cancel(user=request.user, run_id=run_id)).data())
+        run = run_cancel(user=request.user, run_id=run_id)
+        return Response(selectors.run_reply(run, base_url=_base(request)).data())
+
+
+class RunRerunView(APIView):
+    @extend_schema(request=RunRerunSerializer, responses={201: RunReply})
+    @service_errors((429, "Error", "The workspace has used its run quota for this month."))
+    def post(self, request: Request, run_id: int) -> Response:
+        body = RunRerunSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        run = run_rerun(user=request.user, run_id=run_id, **body.validated_data)
+        reply = selectors.run_reply(run, base_url=_base(request))
+        return Response(reply.data(), status=status.HTTP_201_CREATED)
+
+
+class RunCompareView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "baseline",
+                str,
+                description="The run to compare with, or `previous` (default): the latest "
+                "earlier finished run of the same harness over the same dataset.",
+            )
+        ],
+        responses=CompareReply,
+    )
+    def get(self, request: Request, run_id: int) -> Response:
+        baseline = request.query_params.get("baseline", "previous")
+        if baseline != "previous" and not baseline.isdigit():
+            return Response({"baseline": ["A run id, or `previous`."]}, status=400)
+        a = None if baseline == "previous" else int(baseline)
+        comparison = selectors.run_compare(user=request.user, b=run_id, a=a)
+        return Response(selectors.compare_reply(comparison).data())

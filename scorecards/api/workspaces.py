@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from accounts.fields import IntegerField
 from accounts.replies import data
 from accounts.schema import service_errors
+from accounts.serializers import StrictSerializer
 from scorecards.models import Role
 from scorecards.replies import MemberReply, WorkspaceReplies, WorkspaceReply
 from scorecards.selectors import membership_for, memberships_of
@@ -21,12 +22,12 @@ _MAX_INT = 2**31 - 1
 _MAX_BIGINT = 2**63 - 1
 
 
-class WorkspaceCreateSerializer(serializers.Serializer):
+class WorkspaceCreateSerializer(StrictSerializer):
     slug = serializers.SlugField(max_length=50)
     name = serializers.CharField(max_length=200)
 
 
-class WorkspaceUpdateSerializer(serializers.Serializer):
+class WorkspaceUpdateSerializer(StrictSerializer):
     name = serializers.CharField(max_length=200, required=False)
     run_quota = IntegerField(
         min_value=0,
@@ -43,7 +44,7 @@ class WorkspaceUpdateSerializer(serializers.Serializer):
     )
 
 
-class MemberAddSerializer(serializers.Serializer):
+class MemberAddSerializer(StrictSerializer):
     username = serializers.CharField(max_length=150)
     role = serializers.ChoiceField(choices=Role.choices)
 

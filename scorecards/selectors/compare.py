@@ -1,23 +1,34 @@
-"""Compare two runs of the same dataset, case by case."""
+"""Compare two runs of the same dataset, case by case, on pass fractions over repeats:
+regressions and fixes first, flaky cases marked, outputs side by side."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import difflib
+from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models.functions import Substr
+
 from accounts.errors import Invalid, NotFound
+from scorecards.case_replies import DiffLine
+from scorecards.compare_replies import CaseChangeItem, CaseSide, CompareReply, RunRef
 from scorecards.models import Case, CaseResult, Run, Verdict
-from scorecards.selectors.runs import run_get
+from scorecards.replies import VersionRef
+from scorecards.selectors.runs import run_baseline, run_get
 
 REGRESSED = "regressed"
 FIXED = "fixed"
 UNCHANGED = "unchanged"
 CHANGED = "changed"
 MISSING = "missing"
+ORDER = (REGRESSED, FIXED, CHANGED, MISSING, UNCHANGED)
+# Outputs shown side by side on the compare page, for this many changed cases at most.
+DIFFED_CASES = 200
+DIFFED_CHARS = 4096
 
 
 def verdict_change(a: str | None, b: str | None) -> str:
-    """How one case moved from run A to run B."""
+    """How one case moved from run A to run B (one repeat each)."""
     if a is None or b is None:
         return MISSING
     if a == b:
@@ -29,16 +40,63 @@ def verdict_change(a: str | None, b: str | None) -> str:
     return CHANGED  # fail <-> error
 
 
-@dataclass(frozen=True)
-class CaseChange:
-    key: str
-    a: CaseResult | None
-    b: CaseResult | None
-    change: str
+@dataclass
+class Side:
+    """One case in one run: its verdicts per repeat."""
+
+    verdicts: list[str] = field(default_factory=list)
+    runners: set[str] = field(default_factory=set)
+    # Where and with what the first repeat ran (compare names what differs between runs).
+    fingerprint: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def pair(self) -> tuple[CaseResult | None, CaseResult | None]:
+    def passes(self) -> int:
+        return self.verdicts.count(Verdict.PASS)
+
+    @property
+    def settled(self) -> int:
+        return len(self.verdicts)
+
+    @property
+    def fraction(self) -> float:
+        return self.passes / self.settled if self.verdicts else 0.0
+
+    @property
+    def flaky(self) -> bool:
+        return 0 < self.passes < self.settled
+
+    @property
+    def verdict(self) -> str:
+        """The first repeat's verdict (what a one-repeat run shows)."""
+        return self.verdicts[0]
+
+
+def fraction_change(a: Side | None, b: Side | None) -> str:
+    """How one case moved from A to B: its pass fraction fell, rose, or stayed."""
+    if a is None or b is None:
+        return MISSING
+    if b.fraction < a.fraction:
+        return REGRESSED
+    if b.fraction > a.fraction:
+        return FIXED
+    return UNCHANGED if sorted(a.verdicts) == sorted(b.verdicts) else CHANGED
+
+
+@dataclass
+class CaseChange:
+    key: str
+    a: Side | None
+    b: Side | None
+    change: str
+    diff: list[DiffLine] | None = None
+
+    @property
+    def pair(self) -> tuple[Side | None, Side | None]:
         return self.a, self.b
+
+    @property
+    def flaky(self) -> bool:
+        return any(side is not None and side.flaky for side in self.pair)
 
 
 @dataclass(frozen=True)
@@ -49,39 +107,67 @@ class Comparison:
 
     @property
     def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys((REGRESSED, FIXED, CHANGED, UNCHANGED, MISSING), 0)
+        counts = dict.fromkeys(ORDER, 0)
         for change in self.changes:
             counts[change.change] += 1
         return counts
 
 
-def _run_in(user: Any, run_id: int, workspace_slug: str) -> Run:
+def _run_in(user: Any, run_id: int, workspace_slug: str | None) -> Run:
     run = run_get(user=user, run_id=run_id)
-    if run.workspace.slug != workspace_slug:
+    if workspace_slug is not None and run.workspace.slug != workspace_slug:
         raise NotFound(f"Run {run_id} not found in workspace {workspace_slug!r}.")
     return run
 
 
-def run_compare(*, user: Any, workspace_slug: str, a: int, b: int) -> Comparison:
-    """Per-case verdict changes from run A to run B; both must run the same dataset."""
-    run_a = _run_in(user, a, workspace_slug)
+def _sides(run: Run) -> dict[str, Side]:
+    sides: dict[str, Side] = {}
+    rows = (
+        CaseResult.objects.filter(run=run)
+        .order_by("repeat")
+        .values_list("case__key", "verdict", "provenance", "fingerprint")
+    )
+    for key, verdict, provenance, fingerprint in rows:
+        side = sides.setdefault(key, Side())
+        if not side.verdicts:
+            side.fingerprint = fingerprint or {}
+        side.verdicts.append(verdict)
+        if (provenance or {}).get("ran_on") == "self-hosted":
+            side.runners.add(f"{provenance.get('runner', '')} by {provenance.get('by', '')}")
+    return sides
+
+
+def _baseline(user: Any, run_b: Run) -> Run:
+    baseline = run_baseline(run_b)
+    if baseline is None:
+        raise Invalid(
+            {
+                "a": [
+                    f"No earlier finished run of {run_b.harness.name} over {run_b.dataset.name}"
+                    f" to compare run {run_b.pk} with."
+                ]
+            }
+        )
+    return run_get(user=user, run_id=baseline.pk)
+
+
+def run_compare(
+    *, user: Any, b: int, a: int | None = None, workspace_slug: str | None = None
+) -> Comparison:
+    """Per-case changes from run A to run B, regressions first; both must run the same dataset.
+    Without A, B's baseline: the previous finished run of the same harness and dataset."""
     run_b = _run_in(user, b, workspace_slug)
-    if run_a.dataset.name != run_b.dataset.name:
+    run_a = _baseline(user, run_b) if a is None else _run_in(user, a, workspace_slug)
+    if run_a.workspace_id != run_b.workspace_id or run_a.dataset.name != run_b.dataset.name:
         raise Invalid(
             {
                 "b": [
-                    f"Run {b} ran dataset {run_b.dataset.name!r}, run {a} ran "
+                    f"Run {run_b.pk} ran dataset {run_b.dataset.name!r}, run {run_a.pk} ran "
                     f"{run_a.dataset.name!r}: compare two runs of the same dataset."
                 ]
             }
         )
-    results = {
-        run.pk: {
-            r.case.key: r
-            for r in CaseResult.objects.filter(run=run).select_related("case", "runner")
-        }
-        for run in (run_a, run_b)
-    }
+    sides = {run.pk: _sides(run) for run in (run_a, run_b)}
     # B's cases in B's order, then any case only A had.
     keys = dict.fromkeys(
         key
@@ -92,7 +178,71 @@ def run_compare(*, user: Any, workspace_slug: str, a: int, b: int) -> Comparison
     )
     changes = []
     for key in keys:
-        ra, rb = results[run_a.pk].get(key), results[run_b.pk].get(key)
-        change = verdict_change(ra.verdict if ra else None, rb.verdict if rb else None)
-        changes.append(CaseChange(key=key, a=ra, b=rb, change=change))
+        side_a, side_b = sides[run_a.pk].get(key), sides[run_b.pk].get(key)
+        if side_a is None and side_b is None:
+            continue
+        changes.append(CaseChange(key, side_a, side_b, fraction_change(side_a, side_b)))
+    changes.sort(key=lambda c: ORDER.index(c.change))
     return Comparison(a=run_a, b=run_b, changes=changes)
+
+
+def output_diffs(comparison: Comparison, limit: int = DIFFED_CASES) -> None:
+    """Attach to the first `limit` changed cases the diff of A's output against B's (first
+    repeats, first 4 KiB)."""
+    shown = [c for c in comparison.changes if c.change in (REGRESSED, FIXED, CHANGED)][:limit]
+    keys = [c.key for c in shown]
+    outputs: dict[tuple[int, str], str] = {}
+    for run in (comparison.a, comparison.b):
+        rows = (
+            CaseResult.objects.filter(run=run, case__key__in=keys, repeat=0)
+            .annotate(head=Substr("output", 1, DIFFED_CHARS))
+            .values_list("case__key", "head")
+        )
+        outputs.update({(run.pk, key): head for key, head in rows})
+    for change in shown:
+        before = outputs.get((comparison.a.pk, change.key), "").splitlines()
+        after = outputs.get((comparison.b.pk, change.key), "").splitlines()
+        change.diff = [
+            DiffLine(op=line[0], text=line[2:])
+            for line in difflib.ndiff(before, after)
+            if not line.startswith("? ")
+        ]
+
+
+def _ref(run: Run) -> RunRef:
+    return RunRef(
+        id=run.pk,
+        harness=VersionRef(name=run.harness.name, version=run.harness.version),
+        dataset=VersionRef(name=run.dataset.name, version=run.dataset.version),
+        status=run.status,
+        created_at=run.created_at,
+    )
+
+
+def _side(side: Side | None) -> CaseSide | None:
+    if side is None:
+        return None
+    return CaseSide(
+        passes=side.passes,
+        settled=side.settled,
+        pass_fraction=round(side.fraction, 4),
+        verdicts=side.verdicts,
+    )
+
+
+def compare_reply(comparison: Comparison) -> CompareReply:
+    groups: dict[str, list[CaseChangeItem]] = {kind: [] for kind in ORDER}
+    for c in comparison.changes:
+        groups[c.change].append(
+            CaseChangeItem(case=c.key, change=c.change, a=_side(c.a), b=_side(c.b), flaky=c.flaky)
+        )
+    return CompareReply(
+        a=_ref(comparison.a),
+        b=_ref(comparison.b),
+        counts=comparison.counts,
+        regressions=groups[REGRESSED],
+        fixes=groups[FIXED],
+        changed=groups[CHANGED],
+        missing=groups[MISSING],
+        unchanged=[item.case for item in groups[UNCHANGED]],
+    )

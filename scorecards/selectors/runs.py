@@ -8,19 +8,13 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
-from accounts.errors import NotFound
-from runners import queue
-from runners.models import JobLogLine, JobStatus, Runner
+from accounts.errors import Invalid, NotFound
+from runners.models import JobLogLine, Runner
 from runners.presence import runner_statuses, status_severity
-from scorecards.models import Run, Verdict
-from scorecards.replies import (
-    LogLine,
-    RunEventItem,
-    RunReply,
-    RunResultItem,
-    RunSummary,
-    VersionRef,
-)
+from scorecards.models import Run, RunStatus, Verdict
+from scorecards.replies import LogLine, RunItem, RunPage, VersionRef
+from scorecards.selectors.cursors import cursor_decode, cursor_encode
+from scorecards.selectors.results import limit_parse
 from scorecards.selectors.workspaces import membership_for
 
 
@@ -37,31 +31,6 @@ def run_get(*, user: Any, run_id: int) -> Run:
     return run
 
 
-def run_summary(run: Run) -> dict[str, Any]:
-    counts = queue.run_job_counts(run.pk)
-    verdicts = {v: 0 for v in Verdict.values}
-    scores: list[float] = []
-    cost = 0.0
-    for verdict, score, usage in run.results.values_list("verdict", "score", "usage"):
-        verdicts[verdict] += 1
-        scores.append(score)
-        if isinstance(usage, dict) and isinstance(usage.get("total_cost_usd"), int | float):
-            cost += float(usage["total_cost_usd"])
-    done = sum(verdicts.values())
-    return {
-        "total": sum(counts.values()),
-        "pending": counts[JobStatus.PENDING] + counts[JobStatus.QUEUED],
-        "running": counts[JobStatus.LEASED],
-        "pass": verdicts[Verdict.PASS],
-        "fail": verdicts[Verdict.FAIL],
-        "error": verdicts[Verdict.ERROR],
-        "canceled": counts[JobStatus.CANCELED],
-        "pass_rate": round(verdicts[Verdict.PASS] / done, 4) if done else None,
-        "mean_score": round(sum(scores) / len(scores), 4) if scores else None,
-        "cost_usd": round(cost, 6),
-    }
-
-
 def run_logs(*, user: Any, run_id: int, after: int = 0, limit: int = 1000) -> list[LogLine]:
     """Log lines pushed by runners for a run, in order, after sequence number `after`."""
     run = run_get(user=user, run_id=run_id)
@@ -71,40 +40,6 @@ def run_logs(*, user: Any, run_id: int, after: int = 0, limit: int = 1000) -> li
         .values_list("pk", "at", "job__case_key", "line")[:limit]
     )
     return [LogLine(seq=seq, at=at, case=case, line=line) for seq, at, case, line in rows]
-
-
-def run_reply(run: Run) -> RunReply:
-    """The run as `GET /api/runs/<id>` shows it; `results` holds the settled cases."""
-    results = run.results.select_related("case", "runner").order_by("case__position")
-    return RunReply(
-        id=run.pk,
-        workspace=run.workspace.slug,
-        harness=VersionRef(name=run.harness.name, version=run.harness.version),
-        dataset=VersionRef(name=run.dataset.name, version=run.dataset.version),
-        status=run.status,
-        runtime=run.runtime,
-        concurrency=run.concurrency,
-        submitted_by=run.submitted_by.get_username(),
-        created_at=run.created_at,
-        finished_at=run.finished_at,
-        summary=RunSummary.model_validate(run_summary(run)),
-        events=[RunEventItem(at=e.at, level=e.level, message=e.message) for e in run.events.all()],
-        results=[
-            RunResultItem(
-                case=r.case.key,
-                verdict=r.verdict,
-                score=r.score,
-                status=r.status,
-                output=r.output,
-                error=r.error,
-                duration_ms=r.duration_ms,
-                usage=r.usage,
-                provenance=r.provenance,
-                runner=r.runner_id,
-            )
-            for r in results
-        ],
-    )
 
 
 RUNTIME_ANY = "self:any"
@@ -119,19 +54,86 @@ def runtime_label(run: Run) -> str:
     return run.runtime
 
 
-def run_list(*, user: Any, workspace_slug: str, limit: int = 50) -> list[Run]:
-    """The workspace's latest runs, annotated with `n_done` and `n_pass` settled cases."""
+def runs_of(
+    *,
+    user: Any,
+    workspace_slug: str,
+    harness: str | None = None,
+    dataset: str | None = None,
+    status: str | None = None,
+) -> QuerySet[Run]:
+    """The workspace's runs, newest first, annotated with `n_done` and `n_pass` settled
+    results; filtered by harness name, dataset name and status."""
     workspace = membership_for(user=user, slug=workspace_slug).workspace
-    runs: QuerySet[Run] = (
-        Run.objects.filter(workspace=workspace)
-        .select_related("harness", "dataset", "submitted_by", "runner")
+    runs = Run.objects.filter(workspace=workspace)
+    if status:
+        if status not in RunStatus.values:
+            raise Invalid({"status": [f"Unknown status {status!r}: one of {RunStatus.values}."]})
+        runs = runs.filter(status=status)
+    if harness:
+        runs = runs.filter(harness__name=harness)
+    if dataset:
+        runs = runs.filter(dataset__name=dataset)
+    return (
+        runs.select_related("workspace", "harness", "dataset", "submitted_by", "runner")
         .annotate(
             n_done=Count("results"),
             n_pass=Count("results", filter=Q(results__verdict=Verdict.PASS)),
         )
-        .order_by("-created_at", "-id")
+        .order_by("-id")
     )
-    return list(runs[:limit])
+
+
+def run_list(*, user: Any, workspace_slug: str, limit: int = 50) -> list[Run]:
+    """The workspace's latest runs, annotated with `n_done` and `n_pass` settled cases."""
+    return list(runs_of(user=user, workspace_slug=workspace_slug)[:limit])
+
+
+def run_item(run: Run) -> RunItem:
+    """A run of `runs_of` as it is listed."""
+    return RunItem(
+        id=run.pk,
+        workspace=run.workspace.slug,
+        harness=VersionRef(name=run.harness.name, version=run.harness.version),
+        dataset=VersionRef(name=run.dataset.name, version=run.dataset.version),
+        status=run.status,
+        runtime=run.runtime,
+        repeats=run.repeats,
+        parent=run.parent_id,
+        metadata=run.metadata or {},
+        submitted_by=run.submitted_by.get_username(),
+        created_at=run.created_at,
+        finished_at=run.finished_at,
+        settled=getattr(run, "n_done", 0),
+        passed=getattr(run, "n_pass", 0),
+    )
+
+
+def runs_page(
+    *,
+    user: Any,
+    workspace_slug: str,
+    harness: str | None = None,
+    dataset: str | None = None,
+    status: str | None = None,
+    cursor: str | None = None,
+    limit: Any = None,
+) -> RunPage:
+    """A page of runs for MCP, newest first, with the bare cursor of the next page."""
+    runs = runs_of(
+        user=user, workspace_slug=workspace_slug, harness=harness, dataset=dataset, status=status
+    )
+    before = cursor_decode(cursor)
+    if before is not None:
+        runs = runs.filter(pk__lt=before)
+    size = limit_parse(limit)
+    page = list(runs[: size + 1])
+    more = len(page) > size
+    page = page[:size]
+    return RunPage(
+        runs=[run_item(r) for r in page],
+        next_cursor=cursor_encode(page[-1].pk) if more else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,24 @@ def runtime_choices(*, user: Any, capabilities: list[str]) -> list[RuntimeChoice
         )
     )
     return choices
+
+
+def run_baseline(run: Run) -> Run | None:
+    """The run this one is compared with by default: the latest earlier finished run (not a
+    rerun, not canceled) of the same harness over the same dataset, in the same workspace."""
+    return (
+        Run.objects.filter(
+            workspace_id=run.workspace_id,
+            harness__name=run.harness.name,
+            dataset__name=run.dataset.name,
+            status__in=(RunStatus.SUCCEEDED, RunStatus.FAILED),
+            parent__isnull=True,
+            pk__lt=run.pk,
+        )
+        .select_related("workspace", "harness", "dataset")
+        .order_by("-pk")
+        .first()
+    )
 
 
 def comparable_runs(*, run: Run, limit: int = 20) -> list[Run]:

@@ -5,6 +5,7 @@ One service per action, shared by the pages, the REST API and the MCP tools.
 
 from scorecards.services.catalog import dataset_create, dataset_parse_jsonl, harness_create
 from scorecards.services.leases import lease_hand_back, lease_heartbeat
+from scorecards.services.reruns import RERUN_CHOICES, rerun_cases, run_rerun
 from scorecards.services.results import (
     failure_report,
     provenance_for,
@@ -13,6 +14,7 @@ from scorecards.services.results import (
 )
 from scorecards.services.runs import (
     MAX_CONCURRENCY,
+    MAX_METADATA_BYTES,
     MAX_REPEATS,
     run_cancel,
     run_start,
@@ -32,7 +34,9 @@ from scorecards.services.workspaces import member_add, workspace_create, workspa
 
 __all__ = [
     "MAX_CONCURRENCY",
+    "MAX_METADATA_BYTES",
     "MAX_REPEATS",
+    "RERUN_CHOICES",
     "SCHEDULER_STEPS",
     "dataset_create",
     "dataset_parse_jsonl",
@@ -44,9 +48,11 @@ __all__ = [
     "operator_job_fail",
     "operator_job_requeue",
     "provenance_for",
+    "rerun_cases",
     "result_submit",
     "results_submit",
     "run_cancel",
+    "run_rerun",
     "run_start",
     "runtime_resolve",
     "scheduler_complete_one_run",

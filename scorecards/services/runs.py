@@ -3,7 +3,9 @@ runners, one job per case parked in the queue, the first `concurrency` admitted 
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -26,6 +28,7 @@ from scorecards.services.results import run_complete
 RUNTIME_RE = re.compile(r"^self:(any|[0-9]{1,18})$")
 MAX_CONCURRENCY = 256
 MAX_REPEATS = 20
+MAX_METADATA_BYTES = 4096
 OFFLINE_HINT = "start it with `python -m runnercli run`"
 
 
@@ -95,8 +98,12 @@ def run_start(
     dataset_version: int | None = None,
     repeats: int = 1,
     metadata: dict[str, Any] | None = None,
+    case_keys: Sequence[str] | None = None,
+    parent: Run | None = None,
+    rerun_of: str = "",
 ) -> Run:
-    """Start a scorecard run on the submitter's runner(s): one queued job per case and repeat.
+    """Start a scorecard run on the submitter's runner(s): one queued job per case and repeat
+    (only the cases named by `case_keys`, when given: a rerun of `parent`).
 
     A self-hosted run spends the member's own login: it counts against the workspace's
     run quota but never draws its USD/token budget.
@@ -105,6 +112,7 @@ def run_start(
         raise Invalid({"concurrency": [f"Must be between 1 and {MAX_CONCURRENCY}."]})
     if not 1 <= repeats <= MAX_REPEATS:
         raise Invalid({"repeats": [f"Must be between 1 and {MAX_REPEATS}."]})
+    _check_metadata(metadata)
     require_role(user=user, slug=workspace_slug, role=Role.MEMBER)
     with transaction.atomic():
         # The workspace row serializes run creation, so the quota holds under races.
@@ -124,11 +132,16 @@ def run_start(
             concurrency=concurrency,
             repeats=repeats,
             metadata=metadata or {},
+            parent=parent,
+            rerun_of=rerun_of,
             submitted_by=user,
             created_at=now,
         )
-        count = _park_jobs(run, spec, target, now)
-        event(run, f"Dispatched {count} cases of {hv} over {dv} to {_target_name(target)}.")
+        count = _park_jobs(run, spec, target, case_keys)
+        event(
+            run,
+            f"Dispatched {_jobs_text(count, repeats)} of {hv} over {dv} to {_target_name(target)}.",
+        )
         offline = [r for r in target.candidates if not r.is_online]
         if offline and len(offline) == len(target.candidates):
             names = ", ".join(r.label for r in offline)
@@ -140,6 +153,24 @@ def run_start(
         if count == 0:
             run_complete(run, now)
     return run
+
+
+def _check_metadata(metadata: Any) -> None:
+    if metadata is None:
+        return
+    if not isinstance(metadata, dict):
+        raise Invalid({"metadata": ['Must be a JSON object, e.g. {"git_sha": "…"}.']})
+    size = len(json.dumps(metadata, ensure_ascii=False).encode())
+    if size > MAX_METADATA_BYTES or "\\u0000" in json.dumps(metadata):
+        raise Invalid(
+            {"metadata": [f"At most {MAX_METADATA_BYTES} bytes of JSON, without NUL ({size})."]}
+        )
+
+
+def _jobs_text(jobs: int, repeats: int) -> str:
+    if repeats == 1:
+        return f"{jobs} cases"
+    return f"{jobs // repeats} cases, {repeats} times each"
 
 
 def _runnable_spec(harness: HarnessVersion) -> HarnessSpec:
@@ -158,7 +189,7 @@ def _target_name(target: Target) -> str:
     return "any of the submitter's runners"
 
 
-def _park_jobs(run: Run, spec: HarnessSpec, target: Target, now: datetime) -> int:
+def _park_jobs(run: Run, spec: HarnessSpec, target: Target, case_keys: Sequence[str] | None) -> int:
     """Queue one job per case and repeat (every case once, then again for each repeat); the
     first `concurrency` are admitted at once."""
     author = run.harness.created_by
@@ -178,9 +209,10 @@ def _park_jobs(run: Run, spec: HarnessSpec, target: Target, now: datetime) -> in
     }
     # Read in full first: on PostgreSQL the jobs are written with COPY, and a connection
     # cannot read from a server-side cursor while a COPY is in progress.
-    cases = list(
-        Case.objects.filter(dataset=run.dataset).order_by("position").values_list("key", "input")
-    )
+    chosen = Case.objects.filter(dataset=run.dataset)
+    if case_keys is not None:
+        chosen = chosen.filter(key__in=list(case_keys))
+    cases = list(chosen.order_by("position").values_list("key", "input"))
     return queue.jobs_park(
         owner_id=run.submitted_by_id,
         runner_id=target.runner.pk if target.runner else None,

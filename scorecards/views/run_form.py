@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
@@ -12,7 +13,7 @@ from django.views.decorators.http import require_http_methods
 from accounts.errors import ServiceError
 from scorecards import selectors
 from scorecards.models import Role
-from scorecards.services import MAX_CONCURRENCY, run_start
+from scorecards.services import MAX_CONCURRENCY, MAX_METADATA_BYTES, MAX_REPEATS, run_start
 from scorecards.views.common import add_errors, page
 
 
@@ -21,6 +22,20 @@ class RunForm(forms.Form):
     dataset = forms.CharField(max_length=120)
     runtime = forms.CharField(max_length=50)
     concurrency = forms.IntegerField(min_value=1, max_value=MAX_CONCURRENCY, initial=1)
+    repeats = forms.IntegerField(min_value=1, max_value=MAX_REPEATS, initial=1, required=False)
+    metadata = forms.CharField(required=False, max_length=MAX_METADATA_BYTES * 2)
+
+    def clean_metadata(self) -> dict[str, Any] | None:
+        text = self.cleaned_data.get("metadata", "").strip()
+        if not text:
+            return None
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise forms.ValidationError(f"Not valid JSON: {exc}") from exc
+        if not isinstance(value, dict):
+            raise forms.ValidationError('A JSON object, e.g. {"git_sha": "…"}.')
+        return value
 
 
 def _name_version(value: str) -> tuple[str, int | None]:
@@ -90,6 +105,9 @@ def _render_run_form(
             "runtime_value": runtime_value,
             "concurrency": data.get("concurrency") or 1,
             "max_concurrency": MAX_CONCURRENCY,
+            "repeats": data.get("repeats") or 1,
+            "max_repeats": MAX_REPEATS,
+            "metadata": data.get("metadata", ""),
             "form": form,
         },
         status=status,
@@ -116,6 +134,8 @@ def run_new(request: HttpRequest, slug: str) -> HttpResponse:
                 dataset_version=dataset_version,
                 runtime=form.cleaned_data["runtime"],
                 concurrency=form.cleaned_data["concurrency"],
+                repeats=form.cleaned_data["repeats"] or 1,
+                metadata=form.cleaned_data["metadata"],
             )
         except ServiceError as exc:
             add_errors(form, exc)

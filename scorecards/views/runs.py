@@ -1,21 +1,115 @@
-"""The run page (live), canceling a run, and comparing two runs."""
+"""The run page (live, paged and filtered results), canceling a run, and rerunning its failed or
+unfinished cases."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
+from django.db.models import Max
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts.errors import Invalid, NotFound, PermissionDenied, ServiceError
-from accounts.fields import ascii_int
+from accounts.errors import Invalid, PermissionDenied, ServiceError
 from accounts.replies import data
+from runners.models import JobLogLine
 from scorecards import selectors
-from scorecards.services import run_cancel
+from scorecards.links import case_url
+from scorecards.models import Role, Run
+from scorecards.selectors.summary import case_tallies
+from scorecards.services import RERUN_CHOICES, run_cancel, run_rerun
 from scorecards.views.common import page, result_rows
 
-INITIAL_LOG_LINES = 1000
+INITIAL_LOG_LINES = 500
+FILTERS = (
+    ("", "All"),
+    (selectors.FAILURES, "Failures"),
+    ("pass", "Pass"),
+    ("fail", "Fail"),
+    ("error", "Error"),
+)
+
+
+def _log_tail(run: Run) -> list[dict[str, Any]]:
+    """The newest log lines, oldest first: the live panel continues after the last one."""
+    rows = list(
+        JobLogLine.objects.filter(run=run)
+        .order_by("-pk")
+        .values_list("pk", "at", "job__case_key", "line")[:INITIAL_LOG_LINES]
+    )
+    return [{"seq": s, "at": at, "case": c, "line": line} for s, at, c, line in reversed(rows)]
+
+
+def _page_of_results(run: Run, request: HttpRequest) -> dict[str, Any]:
+    """The page of results the query asks for (verdict filter, cursor), each with its case's
+    passes over settled repeats."""
+    verdict = request.GET.get("verdict", "")
+    try:
+        verdicts = selectors.verdicts_parse(verdict)
+        after = selectors.cursor_decode(request.GET.get("cursor"))
+    except Invalid:
+        verdict, verdicts, after = "", [], None
+    items, last = selectors.results_after(run, verdicts=verdicts, after=after)
+    rows = result_rows(data(items))
+    keys = {row["case"] for row in rows}
+    tallies = case_tallies(run, keys) if run.repeats > 1 else {}
+    for row in rows:
+        row["url"] = case_url(run.pk, row["case"])
+        passes, settled = tallies.get(row["case"], (0, 0))
+        row["tally"] = f"{passes}/{settled}" if settled else ""
+        row["flaky"] = 0 < passes < settled
+    query = f"verdict={verdict}&" if verdict else ""
+    return {
+        "rows": rows,
+        "verdict": verdict,
+        "first_page": after is None,
+        "next_url": f"?{query}cursor={selectors.cursor_encode(last)}" if last else "",
+        "first_url": f"?{query}".rstrip("&?") or "?",
+        "filters": [
+            {
+                "value": v,
+                "label": label,
+                "url": f"?verdict={v}" if v else "?",
+                "current": v == verdict,
+            }
+            for v, label in FILTERS
+        ],
+    }
+
+
+def _pair(run: Run) -> list[dict[str, Any]]:
+    """The run with its parent or its reruns: each one's summary, shown together."""
+    related = [run.parent] if run.parent_id else list(run.children.order_by("pk")[:5])
+    return [
+        {"run": other, "summary": selectors.run_summary(other)}
+        for other in related
+        if other is not None
+    ]
+
+
+def _live(run: Run, logs: list[dict[str, Any]], results: dict[str, Any]) -> dict[str, Any]:
+    """What the page's script needs to follow the run from where the page left off."""
+    last_result = run.results.aggregate(last=Max("seq"))["last"] or 0
+    last_event = run.events.aggregate(last=Max("pk"))["last"] or 0
+    return {
+        "id": run.pk,
+        "after": logs[-1]["seq"] if logs else 0,
+        "results_after": last_result,
+        "events_after": last_event,
+        "terminal": run.is_terminal,
+        # New results join the table only on its first page, until the page is full.
+        "live_results": results["first_page"],
+        "verdicts": selectors.verdicts_parse(results["verdict"]),
+        "page_size": selectors.RESULTS_PAGE,
+        "repeats": run.repeats,
+        "api": reverse("api-run", args=[run.pk]),
+        "logs_api": reverse("api-run-logs", args=[run.pk]),
+        "results_api": reverse("api-run-results", args=[run.pk]),
+        "case_base": f"/runs/{run.pk}/cases/",
+        "socket": f"/ws/runs/{run.pk}/",
+    }
 
 
 @page
@@ -24,27 +118,26 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = selectors.run_get(user=request.user, run_id=run_id)
     membership = selectors.membership_for(user=request.user, slug=run.workspace.slug)
     reply = selectors.run_reply(run).data()
-    reply["results"] = result_rows(reply["results"])
-    logs = data(selectors.run_logs(user=request.user, run_id=run_id, limit=INITIAL_LOG_LINES))
+    results = _page_of_results(run, request)
+    logs = _log_tail(run)
+    baseline = selectors.run_baseline(run)
     return render(
         request,
         "scorecards/run.html",
         {
             "run": run,
             "reply": reply,
+            "results": results,
             "runtime": selectors.runtime_label(run),
             "waiting": selectors.run_waiting(run),
             "logs": logs,
             "can_cancel": not run.is_terminal and membership.may_cancel(run),
+            "can_rerun": run.is_terminal and membership.allows(Role.MEMBER),
+            "related": _pair(run),
+            "distribution": selectors.score_distribution(run),
+            "baseline": baseline,
             "comparable": selectors.comparable_runs(run=run),
-            "live": {
-                "id": run.pk,
-                "after": logs[-1]["seq"] if logs else 0,
-                "terminal": run.is_terminal,
-                "api": reverse("api-run", args=[run.pk]),
-                "logs_api": reverse("api-run-logs", args=[run.pk]),
-                "socket": f"/ws/runs/{run.pk}/",
-            },
+            "live": _live(run, logs, results),
         },
     )
 
@@ -61,46 +154,23 @@ def run_cancel_view(request: HttpRequest, run_id: int) -> HttpResponse:
     return redirect("run", run_id=run_id)
 
 
-# ---------------------------------------------------------------- compare
-
-
-def _run_id(value: str | None) -> int | None:
-    return ascii_int(value) if value else None
+@page
+@require_POST
+def run_rerun_view(request: HttpRequest, run_id: int) -> HttpResponse:
+    only = request.POST.get("only", "")
+    if only not in RERUN_CHOICES:
+        messages.error(request, "Choose which cases to run again: failed or unfinished.")
+        return redirect("run", run_id=run_id)
+    try:
+        child = run_rerun(user=request.user, run_id=run_id, only=only)
+    except (Invalid, PermissionDenied) as exc:
+        messages.error(request, _error_text(exc))
+        return redirect("run", run_id=run_id)
+    messages.success(request, f"Run {child.pk} re-runs the {only} cases of run {run_id}.")
+    return redirect("run", run_id=child.pk)
 
 
 def _error_text(exc: ServiceError) -> str:
     if isinstance(exc.detail, dict):
         return "; ".join(str(r) for reasons in exc.detail.values() for r in reasons)
     return str(exc.detail)
-
-
-@page
-@require_GET
-def compare(request: HttpRequest, slug: str) -> HttpResponse:
-    membership = selectors.membership_for(user=request.user, slug=slug)
-    a, b = _run_id(request.GET.get("a")), _run_id(request.GET.get("b"))
-    comparison, error, status = None, "", 200
-    given = [request.GET.get(name) for name in ("a", "b")]
-    if any(value and ascii_int(value) is None for value in given):
-        # Checked before any lookup: `int()` would read other scripts' digits.
-        error, status = "Run ids are numbers in ASCII digits.", 400
-    elif a is not None and b is not None:
-        try:
-            comparison = selectors.run_compare(user=request.user, workspace_slug=slug, a=a, b=b)
-        except (Invalid, NotFound) as exc:
-            error = _error_text(exc)
-            status = exc.status
-    runs = selectors.run_list(user=request.user, workspace_slug=slug, limit=100)
-    return render(
-        request,
-        "scorecards/compare.html",
-        {
-            "workspace": membership.workspace,
-            "runs": runs,
-            "a": a,
-            "b": b,
-            "comparison": comparison,
-            "error": error,
-        },
-        status=status,
-    )

@@ -1,5 +1,6 @@
-// The run page follows its run live: a WebSocket pushes new log lines and the run's state
-// as they change; if the socket cannot be used, the page polls the REST API instead.
+// The run page follows its run live: a WebSocket sends only what changed since the page's
+// last log line, result and event (new log lines, new results, the run's status and summary);
+// if the socket cannot be used, the page polls the REST API from the same numbers instead.
 // Without JavaScript the page is complete as rendered; a reload shows the latest state.
 (function () {
   "use strict";
@@ -7,10 +8,17 @@
   var TERMINAL = ["succeeded", "failed", "canceled"];
   var POLL_MS = 1500;
   var after = config.after;
+  var resultsAfter = config.results_after;
+  var eventsAfter = config.events_after;
   var terminal = config.terminal;
   var logPanel = document.getElementById("log-lines");
   var liveState = document.getElementById("live-state");
+  var resultsBody = document.getElementById("run-results");
   var pollTimer = null;
+  var lastShown = 0;
+  Array.prototype.forEach.call(resultsBody.querySelectorAll("tr[data-seq]"), function (tr) {
+    lastShown = Math.max(lastShown, Number(tr.getAttribute("data-seq")));
+  });
 
   function el(tag, className, text) {
     var node = document.createElement(tag);
@@ -22,6 +30,10 @@
   function setState(state, label) {
     liveState.setAttribute("data-state", state);
     liveState.textContent = label;
+  }
+
+  function percent(value) {
+    return value === null || value === undefined ? "—" : Math.round(value * 100) + "%";
   }
 
   function appendLines(lines) {
@@ -48,6 +60,11 @@
     return [provenance.ran_on, label, provenance.by].filter(Boolean).join(" · ");
   }
 
+  function caseUrl(key) {
+    if (key === "." || key === "..") return config.case_base + "?key=" + encodeURIComponent(key);
+    return config.case_base + encodeURIComponent(key) + "/";
+  }
+
   function cell(label, className, child) {
     var td = el("td", className);
     td.setAttribute("data-label", label);
@@ -56,39 +73,57 @@
     return td;
   }
 
-  function renderResults(results) {
-    var body = document.getElementById("run-results");
-    var rows = document.createDocumentFragment();
-    results.forEach(function (r) {
-      var tr = el("tr");
-      tr.setAttribute("data-case", r.case);
-      tr.appendChild(cell("Case", "wrap mono", r.case));
-      var verdict = el("span", "verdict v-" + r.verdict, r.verdict);
-      var vcell = cell("Verdict", "", verdict);
-      if (r.error) {
-        vcell.appendChild(document.createTextNode(" "));
-        vcell.appendChild(el("span", "small muted wrap", r.error));
-      }
-      tr.appendChild(vcell);
-      tr.appendChild(cell("Score", "", Number(r.score).toFixed(2)));
-      tr.appendChild(cell("Duration", "", (r.duration_ms / 1000).toFixed(1) + " s"));
-      var runner = String((r.provenance && r.provenance.runner) || "");
-      tr.appendChild(cell("Runner", "wrap", runner.slice(runner.indexOf("/") + 1) || "—"));
-      var text = badge(r.provenance);
-      tr.appendChild(cell("Provenance", "", text ? el("span", "badge self-hosted", text) : el("span", "muted", "—")));
-      rows.appendChild(tr);
-    });
-    if (!results.length) {
-      var empty = el("tr", "empty");
-      var td = el("td", "muted", "No case settled yet.");
-      td.setAttribute("colspan", "6");
-      empty.appendChild(td);
-      rows.appendChild(empty);
+  function resultRow(r) {
+    var tr = el("tr");
+    tr.setAttribute("data-case", r.case);
+    tr.setAttribute("data-seq", r.seq);
+    var link = el("a", "case-link", r.case);
+    link.href = caseUrl(r.case);
+    var ccell = cell("Case", "wrap mono", link);
+    if (config.repeats > 1) {
+      ccell.appendChild(document.createTextNode(" "));
+      ccell.appendChild(el("span", "muted small", "#" + (r.repeat + 1)));
     }
-    body.replaceChildren(rows);
+    tr.appendChild(ccell);
+    var vcell = cell("Verdict", "", el("span", "verdict v-" + r.verdict, r.verdict));
+    if (r.reason && r.verdict !== "pass") {
+      vcell.appendChild(document.createTextNode(" "));
+      vcell.appendChild(el("span", "small muted wrap", r.reason));
+    }
+    tr.appendChild(vcell);
+    tr.appendChild(cell("Score", "", Number(r.score).toFixed(2)));
+    tr.appendChild(cell("Duration", "", (r.duration_ms / 1000).toFixed(1) + " s"));
+    var runner = String((r.provenance && r.provenance.runner) || "");
+    tr.appendChild(cell("Runner", "wrap", runner.slice(runner.indexOf("/") + 1) || "—"));
+    var text = badge(r.provenance);
+    tr.appendChild(cell("Provenance", "", text ? el("span", "badge self-hosted", text) : el("span", "muted", "—")));
+    return tr;
   }
 
-  function renderEvents(events) {
+  function addResults(results) {
+    results.forEach(function (r) {
+      resultsAfter = Math.max(resultsAfter, r.seq);
+      if (!config.live_results) return;
+      if (config.verdicts.length && config.verdicts.indexOf(r.verdict) < 0) return;
+      if (r.seq <= lastShown) return;
+      var shown = resultsBody.querySelectorAll("tr[data-seq]").length;
+      if (shown >= config.page_size) {
+        // The page is full: the rest are on the next page, from the last row shown.
+        var more = document.getElementById("results-more");
+        document.getElementById("results-next").href =
+          "?" + (config.verdicts.length ? "verdict=" + config.verdicts.join(",") + "&" : "") +
+          "cursor=" + encodeURIComponent(btoa("p=" + lastShown)) + "#results-title";
+        more.hidden = false;
+        return;
+      }
+      var empty = resultsBody.querySelector("tr.empty");
+      if (empty) empty.parentNode.removeChild(empty);
+      resultsBody.appendChild(resultRow(r));
+      lastShown = r.seq;
+    });
+  }
+
+  function addEvents(events, replace) {
     var list = document.getElementById("run-events");
     var items = document.createDocumentFragment();
     events.forEach(function (e) {
@@ -98,8 +133,10 @@
       li.appendChild(at);
       li.appendChild(document.createTextNode(e.message));
       items.appendChild(li);
+      if (e.id) eventsAfter = Math.max(eventsAfter, e.id);
     });
-    list.replaceChildren(items);
+    if (replace) list.replaceChildren(items);
+    else list.appendChild(items);
   }
 
   function renderSummary(s) {
@@ -107,7 +144,6 @@
     var progress = document.getElementById("run-progress");
     progress.max = s.total || 1;
     progress.value = done;
-    var summary = document.getElementById("run-summary");
     var parts = document.createDocumentFragment();
     var text = el("span");
     text.id = "progress-text";
@@ -118,9 +154,18 @@
     parts.appendChild(el("span", "v-fail", s.fail + " fail"));
     parts.appendChild(el("span", "v-error", s.error + " error"));
     parts.appendChild(el("span", "muted", s.running + " running · " + s.pending + " waiting"));
-    parts.appendChild(el("span", "", "pass rate " +
-      (s.pass_rate === null ? "—" : Math.round(s.pass_rate * 100) + "%")));
-    summary.replaceChildren(parts);
+    parts.appendChild(el("span", "", "pass rate " + percent(s.pass_rate)));
+    document.getElementById("run-summary").replaceChildren(parts);
+    var fraction = document.createDocumentFragment();
+    var mean = el("span", "", "mean pass fraction ");
+    mean.appendChild(el("strong", "", percent(s.pass_fraction)));
+    if (s.stderr !== null && s.stderr !== undefined) {
+      mean.appendChild(document.createTextNode(" ± " + percent(s.stderr) + " "));
+      mean.appendChild(el("span", "muted small", "(standard error over " + s.cases + " cases)"));
+    }
+    fraction.appendChild(mean);
+    if (s.flaky) fraction.appendChild(el("span", "flaky", s.flaky + " flaky"));
+    document.getElementById("run-fraction").replaceChildren(fraction);
     document.getElementById("run-cost").firstChild.textContent =
       "Reported cost $" + (s.cost_usd || 0) + " — provenance only: a self-hosted run spends " +
       "the member's own login and is not billed to the workspace budget.";
@@ -131,8 +176,6 @@
     status.textContent = run.status;
     status.className = "status st-" + run.status;
     renderSummary(run.summary);
-    renderEvents(run.events);
-    renderResults(run.results);
     if (run.finished_at) {
       var finished = document.getElementById("run-finished");
       var at = el("time", "", String(run.finished_at).replace("T", " ").slice(0, 19));
@@ -161,13 +204,19 @@
       if (busy) return;
       busy = true;
       var wasTerminal = terminal;
+      var cursor = resultsAfter ? "&cursor=" + encodeURIComponent(btoa("p=" + resultsAfter)) : "";
       getJSON(config.logs_api + "?after=" + after)
         .then(function (lines) {
           appendLines(lines);
+          return getJSON(config.results_api + "?limit=200" + cursor);
+        })
+        .then(function (page) {
+          addResults(page.results);
           return getJSON(config.api);
         })
         .then(function (run) {
           renderRun(run);
+          addEvents(run.events, true);
           // One more pass after the run ends picks up its last lines, then stop.
           if (wasTerminal && terminal) {
             clearInterval(pollTimer);
@@ -186,7 +235,8 @@
     var scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
     var socket;
     try {
-      socket = new WebSocket(scheme + window.location.host + config.socket + "?after=" + after);
+      socket = new WebSocket(scheme + window.location.host + config.socket + "?after=" + after +
+        "&results_after=" + resultsAfter + "&events_after=" + eventsAfter);
     } catch (error) {
       return poll();
     }
@@ -194,7 +244,11 @@
     socket.onmessage = function (event) {
       var message = JSON.parse(event.data);
       if (message.type === "logs") appendLines(message.lines);
-      else if (message.type === "run") renderRun(message.run);
+      else if (message.type === "results") addResults(message.results);
+      else if (message.type === "run") {
+        addEvents(message.events, false);
+        renderRun(message.run);
+      }
     };
     socket.onclose = function () {
       if (terminal) setState("finished", "finished");

@@ -448,7 +448,9 @@ def test_the_run_socket_pushes_new_log_lines_and_verdicts(
                 result=completed("hello 0"),
             )
         )
-        while not any(m["type"] == "run" and m["run"]["results"] for m in messages):
+        while not any(m["type"] == "results" for m in messages):
+            messages.append(await socket.receive_json_from(timeout=5))
+        while not (messages[-1]["type"] == "run" and messages[-1]["run"]["summary"]["pass"]):
             messages.append(await socket.receive_json_from(timeout=5))
         await socket.disconnect()
         return messages
@@ -461,9 +463,11 @@ def test_the_run_socket_pushes_new_log_lines_and_verdicts(
         ("c0", "one"),
         ("c0", "two"),
     ]
-    settled = messages[-1]["run"]
-    assert settled["results"][0]["verdict"] == "pass"
-    assert settled["results"][0]["provenance"]["by"] == "alice"
+    # Only what changed travels: the one new result, then the run's new summary.
+    [results] = [m for m in messages if m["type"] == "results"]
+    assert [(r["case"], r["verdict"]) for r in results["results"]] == [("c0", "pass")]
+    assert results["results"][0]["provenance"]["by"] == "alice"
+    assert messages[-1]["run"]["summary"]["pass"] == 1
 
 
 async def _in_thread(work: Any) -> Any:

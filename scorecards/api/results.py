@@ -1,0 +1,73 @@
+"""REST API for a run's results: cursor-paged in settlement order, one case whole, and the
+streamed exports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.handlers.asgi import ASGIRequest
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.replies import data
+from scorecards import selectors
+from scorecards.api.paging import SettlementOrder
+from scorecards.case_replies import CaseReply
+from scorecards.exports import export_response
+from scorecards.replies import ResultItemPage
+
+RESULT_PARAMETERS = [
+    OpenApiParameter(
+        "verdict", str, description="pass, fail, error, or a list of them: `fail,error`."
+    ),
+    OpenApiParameter("cursor", str, description="From `next` (or MCP's `next_cursor`)."),
+    OpenApiParameter("limit", int, description=f"Page size, at most {selectors.MAX_RESULTS_PAGE}."),
+]
+
+
+class RunResultsView(APIView):
+    @extend_schema(parameters=RESULT_PARAMETERS, responses=ResultItemPage)
+    def get(self, request: Request, run_id: int) -> Response:
+        run = selectors.run_get(user=request.user, run_id=run_id)
+        verdicts = selectors.verdicts_parse(request.query_params.get("verdict"))
+        paginator = SettlementOrder()
+        page = paginator.paginate_queryset(selectors.results_of(run, verdicts), request, self)
+        rows = selectors.with_previews([row.pk for row in page or []])
+        return paginator.get_paginated_response(data(selectors.result_items(rows)))
+
+
+class CaseDetailView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("key", str, description="Only with the `cases` path: the case key.")
+        ],
+        responses=CaseReply,
+    )
+    def get(self, request: Request, run_id: int, key: str | None = None) -> Response:
+        key = key if key is not None else request.query_params.get("key", "")
+        reply = selectors.case_detail(user=request.user, run_id=run_id, key=key)
+        return Response(reply.data())
+
+
+class RunExportView(APIView):
+    """`results.csv` / `results.jsonl`: every result, streamed in settlement order."""
+
+    fmt = "csv"
+
+    @extend_schema(responses={(200, "text/csv"): OpenApiTypes.STR})
+    def get(self, request: Request, run_id: int) -> Any:
+        run = selectors.run_get(user=request.user, run_id=run_id)
+        # Under ASGI a stream must be an async iterator, or Django reads it whole first.
+        asynchronous = isinstance(request._request, ASGIRequest)
+        return export_response(run, self.fmt, asynchronous=asynchronous)
+
+
+class RunJsonlExportView(RunExportView):
+    fmt = "jsonl"
+
+    @extend_schema(responses={(200, "application/x-ndjson"): OpenApiTypes.STR})
+    def get(self, request: Request, run_id: int) -> Any:
+        return super().get(request, run_id)

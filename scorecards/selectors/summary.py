@@ -1,0 +1,113 @@
+"""A run's summary, computed by the database: counts per verdict, the mean pass fraction over
+cases with its standard error, flaky cases and reported cost.
+
+Every figure is an aggregate over the run's results (one statement each), so a summary of a
+10,000-case run moves a few numbers, not 10,000 rows, into Python.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models import Avg, Case, Count, F, FloatField, Q, Sum, Value, When
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
+
+from runners import queue
+from runners.models import JobStatus
+from scorecards.models import CaseResult, Run, Verdict
+
+_PASS_SHARE = Avg(
+    Case(When(verdict=Verdict.PASS, then=Value(1.0)), default=Value(0.0)),
+    output_field=FloatField(),
+)
+
+
+def case_fractions(run: Run) -> Any:
+    """Per case of the run: `case_id`, `passes`, `settled` and `fraction` (passes / settled)."""
+    return (
+        CaseResult.objects.filter(run=run)
+        .values("case_id")
+        .annotate(
+            passes=Count("pk", filter=Q(verdict=Verdict.PASS)),
+            settled=Count("pk"),
+            fraction=_PASS_SHARE,
+        )
+        .order_by()
+    )
+
+
+def case_tallies(run: Run, keys: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """Passes and settled results of these cases of the run, by key."""
+    rows = (
+        CaseResult.objects.filter(run=run, case__key__in=list(keys))
+        .values("case__key")
+        .annotate(passes=Count("pk", filter=Q(verdict=Verdict.PASS)), settled=Count("pk"))
+        .order_by()
+    )
+    return {row["case__key"]: (row["passes"], row["settled"]) for row in rows}
+
+
+def pass_fraction_stats(run: Run) -> dict[str, Any]:
+    """The mean pass fraction over cases, its standard error, and how many cases are flaky."""
+    stats = case_fractions(run).aggregate(
+        cases=Count("case_id"),
+        total=Sum("fraction"),
+        squares=Sum(F("fraction") * F("fraction")),
+        flaky=Count("case_id", filter=Q(fraction__gt=0.0, fraction__lt=1.0)),
+    )
+    return mean_and_stderr(stats["cases"] or 0, stats["total"] or 0.0, stats["squares"] or 0.0) | {
+        "cases": stats["cases"] or 0,
+        "flaky": stats["flaky"] or 0,
+    }
+
+
+def mean_and_stderr(n: int, total: float, squares: float) -> dict[str, float | None]:
+    """The mean of n values from their sum and sum of squares, and its standard error (the
+    sample standard deviation over √n; none below two values)."""
+    if n == 0:
+        return {"pass_fraction": None, "stderr": None}
+    mean = total / n
+    if n < 2:
+        return {"pass_fraction": round(mean, 4), "stderr": None}
+    variance = max(0.0, (squares - total * total / n) / (n - 1))
+    return {"pass_fraction": round(mean, 4), "stderr": round(math.sqrt(variance / n), 4)}
+
+
+def run_summary(run: Run) -> dict[str, Any]:
+    counts = queue.run_job_counts(run.pk)
+    totals = CaseResult.objects.filter(run=run).aggregate(
+        passed=Count("pk", filter=Q(verdict=Verdict.PASS)),
+        failed=Count("pk", filter=Q(verdict=Verdict.FAIL)),
+        errored=Count("pk", filter=Q(verdict=Verdict.ERROR)),
+        mean=Avg("score"),
+        # Usage is written by the server (numbers only), so the cast cannot fail.
+        cost=Sum(Cast(KT("usage__total_cost_usd"), FloatField())),
+    )
+    done = totals["passed"] + totals["failed"] + totals["errored"]
+    return {
+        "total": sum(counts.values()),
+        "pending": counts[JobStatus.PENDING] + counts[JobStatus.QUEUED],
+        "running": counts[JobStatus.LEASED],
+        "pass": totals["passed"],
+        "fail": totals["failed"],
+        "error": totals["errored"],
+        "canceled": counts[JobStatus.CANCELED],
+        "pass_rate": round(totals["passed"] / done, 4) if done else None,
+        "mean_score": round(totals["mean"], 4) if totals["mean"] is not None else None,
+        **pass_fraction_stats(run),
+        "cost_usd": round(totals["cost"] or 0.0, 6),
+    }
+
+
+SCORE_BINS = 10
+
+
+def score_distribution(run: Run) -> list[int]:
+    """How many cases fall in each tenth of pass fraction: [0, 0.1), …, [0.9, 1.0]."""
+    bins = [0] * SCORE_BINS
+    for fraction in case_fractions(run).values_list("fraction", flat=True):
+        bins[min(SCORE_BINS - 1, int(fraction * SCORE_BINS))] += 1
+    return bins

@@ -1,0 +1,42 @@
+"""One case of a run: input, expected, each repeat's output and diff, reason, attempts, logs."""
+
+from __future__ import annotations
+
+import json
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from scorecards import selectors
+from scorecards.links import api_case_url
+from scorecards.views.common import page, provenance_badge
+
+
+def _pretty(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
+
+
+@page
+@require_GET
+def case_detail(request: HttpRequest, run_id: int, key: str | None = None) -> HttpResponse:
+    key = key if key is not None else request.GET.get("key", "")
+    reply = selectors.case_detail(user=request.user, run_id=run_id, key=key)
+    run = selectors.run_get(user=request.user, run_id=run_id)
+    case = reply.data()
+    for repeat in case["runs"]:
+        result = repeat["result"]
+        if result is not None:
+            result["badge"] = provenance_badge(result["provenance"])
+            result["seconds"] = result["duration_ms"] / 1000
+    return render(
+        request,
+        "scorecards/case.html",
+        {
+            "run": run,
+            "case": case,
+            "input_text": _pretty(reply.input),
+            "expected_text": "—" if reply.expected is None else _pretty(reply.expected),
+            "api_url": api_case_url(run.pk, reply.case),
+        },
+    )

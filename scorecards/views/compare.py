@@ -1,0 +1,58 @@
+"""Comparing two runs: regressions and fixes first, outputs side by side, flaky cases marked;
+the baseline defaults to the previous finished run of the same harness and dataset."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from accounts.errors import Invalid, NotFound, ServiceError
+from accounts.fields import ascii_int
+from scorecards import selectors
+from scorecards.views.common import page
+
+
+def _run_id(value: str | None) -> int | None:
+    return ascii_int(value) if value else None
+
+
+def _error_text(exc: ServiceError) -> str:
+    if isinstance(exc.detail, dict):
+        return "; ".join(str(r) for reasons in exc.detail.values() for r in reasons)
+    return str(exc.detail)
+
+
+@page
+@require_GET
+def compare(request: HttpRequest, slug: str) -> HttpResponse:
+    membership = selectors.membership_for(user=request.user, slug=slug)
+    a, b = _run_id(request.GET.get("a")), _run_id(request.GET.get("b"))
+    comparison, error, status = None, "", 200
+    given = [request.GET.get(name) for name in ("a", "b")]
+    if any(value and ascii_int(value) is None for value in given):
+        # Checked before any lookup: `int()` would read other scripts' digits.
+        error, status = "Run ids are numbers in ASCII digits.", 400
+    elif b is not None:
+        try:
+            comparison = selectors.run_compare(user=request.user, workspace_slug=slug, a=a, b=b)
+        except (Invalid, NotFound) as exc:
+            error = _error_text(exc)
+            status = exc.status
+        else:
+            selectors.output_diffs(comparison)
+            a = comparison.a.pk
+    runs = selectors.run_list(user=request.user, workspace_slug=slug, limit=100)
+    return render(
+        request,
+        "scorecards/compare.html",
+        {
+            "workspace": membership.workspace,
+            "runs": runs,
+            "a": a,
+            "b": b,
+            "comparison": comparison,
+            "error": error,
+        },
+        status=status,
+    )

@@ -1,0 +1,119 @@
+"""Runs of 10,000 or 100,000 settled results, written with bulk inserts (never through a runner):
+for the tests that prove the pages, replies and exports stay bounded, and for `bench/`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import islice
+from typing import Any
+
+from django.utils import timezone
+
+from runners import queue
+from runners.models import JobStatus, RunnerJob
+from scorecards.models import Case, CaseResult, DatasetVersion, Run, RunStatus, Workspace
+from scorecards.services import harness_create
+
+ECHO: dict[str, Any] = {
+    "command": ["python", "-c", "print('{input.text}')"],
+    "timeout_s": 30,
+    "output": "text",
+    "grader": {"type": "exact"},
+}
+BATCH = 5000
+
+
+def _verdict_all_pass(case: int, repeat: int) -> str:
+    return "pass"
+
+
+def seeded_run(
+    user: Any,
+    *,
+    slug: str = "acme",
+    name: str = "bulk",
+    cases: int,
+    repeats: int = 1,
+    verdict: Callable[[int, int], str] = _verdict_all_pass,
+    output: Callable[[int, int], str] = lambda case, repeat: f"answer {case}",
+    status: str = RunStatus.SUCCEEDED,
+) -> Run:
+    """A finished run of `cases` cases, `repeats` times each, every job succeeded and every result
+    settled in case order (seq 1…n); the harness is created through the service, the rest in
+    bulk."""
+    workspace = Workspace.objects.get(slug=slug)
+    harness = harness_create(user=user, workspace_slug=slug, name=name, spec=ECHO)
+    version = DatasetVersion.objects.filter(workspace=workspace, name=name).count() + 1
+    dataset = DatasetVersion.objects.create(
+        workspace=workspace, name=name, version=version, created_by=user, case_count=cases
+    )
+    new_cases = (
+        Case(dataset=dataset, position=i, key=f"c{i}", input={"i": i}, expected=f"answer {i}")
+        for i in range(cases)
+    )
+    while batch := list(islice(new_cases, BATCH)):
+        Case.objects.bulk_create(batch)
+    now = timezone.now()
+    run = Run.objects.create(
+        workspace=workspace,
+        harness=harness,
+        dataset=dataset,
+        runtime="self:any",
+        repeats=repeats,
+        submitted_by=user,
+        status=status,
+        started_at=now,
+        finished_at=now,
+    )
+    queue.jobs_park(
+        owner_id=user.pk,
+        runner_id=None,
+        run_id=run.pk,
+        shared={},
+        cases=[(f"c{i}", {"i": i}, r) for r in range(repeats) for i in range(cases)],
+        required_capabilities=[],
+        admit=0,
+        max_attempts=1,
+    )
+    RunnerJob.objects.filter(run=run).update(status=JobStatus.SUCCEEDED, finished_at=now)
+    ids = dict(Case.objects.filter(dataset=dataset).values_list("position", "pk"))
+    results_add(run, ids, repeats=repeats, verdict=verdict, output=output)
+    return run
+
+
+def results_add(
+    run: Run,
+    case_ids: dict[int, int],
+    *,
+    repeats: int,
+    verdict: Callable[[int, int], str],
+    output: Callable[[int, int], str],
+    first_seq: int = 1,
+) -> None:
+    """Settled results for these cases (position → id), in bulk, numbered from `first_seq`."""
+    provenance = {"ran_on": "self-hosted", "runner": "1/bulk", "by": run.submitted_by.username}
+
+    def rows() -> Any:
+        seq = first_seq
+        for r in range(repeats):
+            for position, case_id in sorted(case_ids.items()):
+                judged = verdict(position, r)
+                yield CaseResult(
+                    run=run,
+                    case_id=case_id,
+                    repeat=r,
+                    seq=seq,
+                    verdict=judged,
+                    score=1.0 if judged == "pass" else 0.0,
+                    status="completed",
+                    output=output(position, r),
+                    reason="" if judged == "pass" else "expected `x`, got `y`",
+                    duration_ms=5,
+                    usage={"total_cost_usd": 0.001},
+                    provenance=provenance,
+                )
+                seq += 1
+
+    pending = rows()
+    while batch := list(islice(pending, BATCH)):
+        CaseResult.objects.bulk_create(batch)

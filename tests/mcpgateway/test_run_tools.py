@@ -1,0 +1,122 @@
+"""Run tools over MCP: the REST replies item for item, the bare cursor, and nothing for an
+outsider."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from accounts.services import api_key_create
+from scorecards.models import Run
+from tests.bulk import seeded_run
+from tests.mcpgateway.mcp_client import call, error_text, rest, structured
+from tests.suites import pair, suite
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def key(alice: Any, workspace: Any) -> str:
+    return api_key_create(user=alice, name="agent").key
+
+
+def test_results_and_runs_page_with_the_bare_cursor_rest_also_takes(
+    gateway: Any, alice: Any, key: str
+) -> None:
+    run = seeded_run(alice, cases=250, verdict=lambda c, r: "fail" if c % 2 else "pass")
+
+    got = structured(call(gateway.url, key, "get_run", {"run_id": run.pk}))
+    page = structured(
+        call(gateway.url, key, "list_results", {"run_id": run.pk, "cursor": got["next_cursor"]})
+    )
+    last = structured(
+        call(gateway.url, key, "list_results", {"run_id": run.pk, "cursor": page["next_cursor"]})
+    )
+    failures = structured(
+        call(gateway.url, key, "list_results", {"run_id": run.pk, "verdict": "fail", "limit": 5})
+    )
+    status, over_rest = rest(
+        gateway.url, "GET", f"/api/runs/{run.pk}/results?cursor={quote(got['next_cursor'])}", key
+    )
+
+    assert len(got["results"]) == 100 and got["summary"]["total"] == 250
+    assert got["results_next"].endswith(
+        f"/api/runs/{run.pk}/results?cursor={quote(got['next_cursor'])}"
+    )
+    assert [r["seq"] for r in page["results"]] == list(range(101, 201))
+    assert [r["seq"] for r in last["results"]] == list(range(201, 251))
+    assert last["next_cursor"] is None
+    assert status == 200 and over_rest["results"] == page["results"]
+    assert [r["case"] for r in failures["results"]] == ["c1", "c3", "c5", "c7", "c9"]
+
+    runs = structured(call(gateway.url, key, "list_runs", {"workspace": "acme"}))
+    assert [r["id"] for r in runs["runs"]] == [run.pk]
+    assert runs["runs"][0]["settled"] == 250
+
+
+def test_start_compare_rerun_and_cancel_over_mcp(gateway: Any, alice: Any, key: str) -> None:
+    suite(alice, cases=2)
+    laptop = pair(alice)
+    started = structured(
+        call(
+            gateway.url,
+            key,
+            "start_run",
+            {
+                "workspace": "acme",
+                "harness": "echo",
+                "dataset": "echo",
+                "runtime": f"self:{laptop.pk}",
+                "repeats": 2,
+                "metadata": {"git_sha": "f00d"},
+            },
+        )
+    )
+    assert started["repeats"] == 2 and started["summary"]["total"] == 4
+    assert started["metadata"] == {"git_sha": "f00d"}
+    canceled = structured(call(gateway.url, key, "cancel_run", {"run_id": started["id"]}))
+    assert canceled["status"] == "canceled"
+    rerun = structured(
+        call(gateway.url, key, "rerun", {"run_id": started["id"], "only": "unfinished"})
+    )
+    assert rerun["parent"] == started["id"] and rerun["summary"]["total"] == 4
+    refused = call(gateway.url, key, "compare_runs", {"b": rerun["id"]})
+    assert refused.is_error and "no earlier finished run" in error_text(refused).lower()
+    compared = structured(
+        call(gateway.url, key, "compare_runs", {"a": started["id"], "b": rerun["id"]})
+    )
+    assert compared["a"]["id"] == started["id"] and compared["regressions"] == []
+
+
+def test_an_outsider_gets_not_found_from_every_run_tool(
+    gateway: Any, alice: Any, charlie: Any, key: str
+) -> None:
+    run = seeded_run(alice, cases=2, verdict=lambda c, r: "fail")
+    outsider = api_key_create(user=charlie).key
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("get_run", {"run_id": run.pk}),
+        ("list_results", {"run_id": run.pk}),
+        ("list_runs", {"workspace": "acme"}),
+        ("compare_runs", {"b": run.pk}),
+        ("rerun", {"run_id": run.pk, "only": "failed"}),
+        ("cancel_run", {"run_id": run.pk}),
+    ]
+    for tool, args in calls:
+        result = call(gateway.url, outsider, tool, args)
+        assert result.is_error and "not found" in error_text(result).lower(), tool
+
+
+def test_a_misspelt_argument_is_a_tool_error_not_a_silent_default(
+    gateway: Any, alice: Any, key: str
+) -> None:
+    suite(alice, cases=2)
+    laptop = pair(alice)
+    args: dict[str, Any] = {"workspace": "acme", "harness": "echo", "dataset": "echo"}
+    args |= {"runtime": f"self:{laptop.pk}", "repeat": 3}
+
+    result = call(gateway.url, key, "start_run", args)
+
+    assert result.is_error and "repeat" in error_text(result)
+    assert not Run.objects.exists()

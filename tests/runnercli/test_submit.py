@@ -1,0 +1,164 @@
+"""`python -m runnercli submit` end to end: the real server, a real runner (or the CI machine's
+own with `--here`), and the command's exit code as a CI job reads it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accounts.services import api_key_create
+from runners.models import Runner
+from runners.services import runner_pair
+from scorecards.models import Run
+from scorecards.services import harness_create
+from tests.live import ROOT, LiveServer, daphne, runner_cli
+from tests.suites import ECHO_SPEC, suite
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+# The echo harness, broken for one case: `c1` now prints something else.
+BROKEN_SPEC = {
+    **ECHO_SPEC,
+    "command": [
+        "python",
+        "-c",
+        "import sys; t = sys.argv[1]; print('oops' if t == 'hello 1' else t)",
+        "{input.text}",
+    ],
+}
+
+
+def submit(server: LiveServer, key: str, *args: str, timeout: float = 120) -> Any:
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    env.update({"EVERDICT_API_KEY": key, "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"})
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "runnercli",
+            "submit",
+            "--server",
+            server.url,
+            "--workspace",
+            "acme",
+            "--poll-s",
+            "0.3",
+            *args,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def acme(alice: Any, workspace: Any) -> str:
+    suite(alice, cases=3)
+    return api_key_create(user=alice).key
+
+
+def test_it_exits_0_on_a_passing_run_then_1_naming_the_regression_against_it(
+    acme: str, alice: Any, tmp_path: Path
+) -> None:
+    token = runner_pair(owner=alice, label="ci-box", capabilities=["python"]).token
+    with daphne(tmp_path) as server:
+        runner = runner_cli(tmp_path, ["run", "--server", server.url, "--token", token])
+        try:
+            passing = submit(server, acme, "--harness", "echo", "--dataset", "echo", "--wait")
+            harness_create(user=alice, workspace_slug="acme", name="echo", spec=BROKEN_SPEC)
+            regressed = submit(
+                server,
+                acme,
+                "--harness",
+                "echo",
+                "--dataset",
+                "echo",
+                "--wait",
+                "--baseline",
+                "previous",
+                "--metadata",
+                "git_sha=abc1234",
+            )
+        finally:
+            runner.stop()
+
+    assert passing.returncode == 0, passing.stdout + passing.stderr
+    first = Run.objects.order_by("pk").first()
+    assert first is not None and first.status == "succeeded"
+    assert f"Run #{first.pk} succeeded: 3 pass, 0 fail, 0 error" in passing.stdout
+    assert "[" + "#" * 30 + "] 3/3" in passing.stderr
+    # The working directory's git state is recorded unless given.
+    assert "git_sha" in first.metadata and "dirty" in first.metadata
+
+    assert regressed.returncode == 1, regressed.stdout + regressed.stderr
+    assert f"✗ regressed against run #{first.pk}: c1 1/1 → 0/1 pass" in regressed.stdout
+    assert "c0" not in regressed.stdout.split("regressed", 1)[1]
+    second = Run.objects.order_by("pk").last()
+    assert second is not None and second.metadata["git_sha"] == "abc1234"
+
+
+def test_without_wait_it_prints_the_run_and_its_url(acme: str, alice: Any, tmp_path: Path) -> None:
+    runner_pair(owner=alice, label="offline", capabilities=["python"])
+    with daphne(tmp_path) as server:
+        started = submit(server, acme, "--harness", "echo", "--dataset", "echo")
+    run = Run.objects.get()
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.splitlines() == [f"run {run.pk}", f"{server.url}/runs/{run.pk}/"]
+
+
+def test_a_bad_key_or_bad_usage_exits_2(acme: str, tmp_path: Path) -> None:
+    with daphne(tmp_path) as server:
+        refused = submit(server, "evk_" + "x" * 40, "--harness", "echo", "--dataset", "echo")
+        unknown = submit(server, acme, "--harness", "nope", "--dataset", "echo", "--wait")
+        usage = submit(server, acme, "--harness", "echo", "--dataset", "echo", "--repeats", "99")
+    assert refused.returncode == 2
+    assert "refused this API key" in refused.stderr
+    assert unknown.returncode == 2 and "nope" in unknown.stderr
+    assert usage.returncode == 2
+    assert not Run.objects.exists()
+
+
+def test_fail_under_fails_a_run_below_the_threshold(acme: str, alice: Any, tmp_path: Path) -> None:
+    harness_create(user=alice, workspace_slug="acme", name="echo", spec=BROKEN_SPEC)
+    with daphne(tmp_path) as server:
+        under = submit(
+            server,
+            acme,
+            "--harness",
+            "echo",
+            "--dataset",
+            "echo",
+            "--here",
+            "--repeats",
+            "2",
+            "--fail-under",
+            "0.9",
+        )
+    assert under.returncode == 1, under.stdout + under.stderr
+    assert "mean pass fraction 66.7%" in under.stdout
+    assert "is under 90.0%" in under.stdout
+
+
+def test_here_runs_the_cases_on_this_machine_and_leaves_no_runner_paired(
+    acme: str, alice: Any, tmp_path: Path
+) -> None:
+    with daphne(tmp_path) as server:
+        done = submit(server, acme, "--harness", "echo", "--dataset", "echo", "--here")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = Run.objects.get()
+    assert run.status == "succeeded" and run.runner is not None
+    ephemeral = Runner.objects.get(pk=run.runner.pk)
+    assert ephemeral.label.startswith("ci-")
+    assert {r.provenance["runner"] for r in run.results.all()} == {
+        f"{ephemeral.pk}/{ephemeral.label}"
+    }
+    assert not Runner.objects.filter(owner=alice, revoked_at__isnull=True).exists()
+    assert f"revoked runner {ephemeral.pk}" in done.stderr
