@@ -85,7 +85,8 @@ REFUSED_ENV_NAMES = frozenset(
 REFUSED_ENV_PREFIXES = ("LD_", "DYLD_", "GIT_CONFIG")
 
 CAPABILITY_RE = re.compile(rf"^[a-z0-9][a-z0-9._-]{{0,{MAX_CAPABILITY_CHARS - 1}}}$")
-PLACEHOLDER_RE = re.compile(r"\{(input\.[A-Za-z0-9_.-]+|case\.key)\}")
+# `{case.file}`: the path of the case JSON (always written, whatever its size).
+PLACEHOLDER_RE = re.compile(r"\{(input\.[A-Za-z0-9_.-]+|case\.key|case\.file)\}")
 
 Capability = Annotated[str, Field(pattern=CAPABILITY_RE.pattern)]
 
