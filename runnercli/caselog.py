@@ -7,7 +7,7 @@ import contextlib
 
 from runnercli.client import RunnerClient, ServerUnavailable, ToolCallError
 from runnercli.executor import clip_utf8
-from runnercli.protocol import MAX_LOG_LINE_BYTES, MAX_LOG_LINES_PER_CALL
+from runnercli.protocol import MAX_LOG_LINE_BYTES, MAX_LOG_TAIL_LINES
 
 LOG_FLUSH_S = 0.5
 LOG_BATCH_LINES = 50
@@ -59,7 +59,7 @@ class CaseLog:
                 if self.dropped:
                     self.pending.insert(0, f"[{self.dropped} log lines dropped]")
                     self.dropped = 0
-                batch = self.pending[:MAX_LOG_LINES_PER_CALL]
+                batch = self.pending[: max(1, self.client.limits.max_log_lines_per_call)]
                 try:
                     ack = await self.client.report_case_log(
                         job_id=self.job_id, lease_epoch=self.lease_epoch, lines=batch
@@ -88,3 +88,24 @@ class CaseLog:
                 await self._task
         if flush:
             await self.flush()
+
+    async def close_into_tail(self) -> list[str]:
+        """Stop pushing and return the lines not sent yet, to ride with the result
+        (`CaseResult.log_tail`): a short case's start and outcome lines need no call of
+        their own. Lines beyond what a result carries are sent first, in order."""
+        self._closing = True
+        async with self._lock:  # a push in flight lands first
+            if self._task is not None:
+                self._task.cancel()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self.refused:
+            return []
+        if self.dropped:
+            self.pending.insert(0, f"[{self.dropped} log lines dropped]")
+            self.dropped = 0
+        tail = self.pending[-MAX_LOG_TAIL_LINES:]
+        self.pending = self.pending[: len(self.pending) - len(tail)]
+        await self.flush()
+        return tail

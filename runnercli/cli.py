@@ -30,6 +30,7 @@ from runnercli.config import (
 from runnercli.exits import EXIT_NOT_REPORTED, EXIT_REVOKED, EXIT_UPDATE_REQUIRED, UPGRADE_MESSAGE
 from runnercli.loop import RunnerLoop, RunOptions
 from runnercli.protocol import MAX_WAIT_MS, PROTOCOL_VERSION, Hello
+from runnercli.spool import spool_dir_for
 from runnercli.status import StatusLine
 
 PAIR_HINT = "python -m runnercli pair --server URL --token rnr_…"
@@ -216,7 +217,7 @@ def run(
     config_file: str | None,
 ) -> None:
     """Pull jobs for this machine and run them until stopped (Ctrl-C drains, twice aborts)."""
-    _, config = _load(config_file)
+    path, config = _load(config_file)
     server = _check_server(server or config.server)
     token = _check_token(token or config.token)
     options = RunOptions(
@@ -228,6 +229,7 @@ def run(
         max_concurrent=max_concurrent,
         wait_ms=wait_ms,
         once=once,
+        spool_dir=spool_dir_for(path),
     )
     sys.exit(asyncio.run(_run(server, token, options)))
 
