@@ -14,9 +14,19 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from accounts.errors import ServiceError
+from accounts.transient import transient_cause
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    cause = transient_cause(exc)
+    if cause is not None:
+        # The server's own passing trouble, not the caller's: say so, and when to come back.
+        detail = f"The server is briefly unavailable ({cause}); try again."
+        return Response(
+            {"detail": detail, "retryable": True},
+            status=503,
+            headers={"Retry-After": "1"},
+        )
     if isinstance(exc, ServiceError):
         body = exc.detail if isinstance(exc.detail, dict) else {"detail": exc.detail}
         return Response(body, status=exc.status)

@@ -7,21 +7,25 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = BASE_DIR / "var"
+from everdict.secret import embedded_secret_key
 
-DEV_SECRET_KEY = "dev-insecure-everdict-secret-key-change-me"
+BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 
+# Where the embedded default keeps its files (SQLite database, generated secret key, logs).
+VAR_DIR = Path(env.str("EVERDICT_VAR_DIR", default=str(BASE_DIR / "var"))).resolve()
 
-def _int(name: str, default: int, *, minimum: int = 0) -> int:
+
+def _int(name: str, default: int, *, minimum: int = 0, maximum: int | None = None) -> int:
     try:
         value = env.int(name, default=default)
     except ValueError as exc:
         raise ImproperlyConfigured(f"{name} must be an integer") from exc
     if value < minimum:
         raise ImproperlyConfigured(f"{name} must be >= {minimum}")
+    if maximum is not None and value > maximum:
+        raise ImproperlyConfigured(f"{name} must be <= {maximum}")
     return value
 
 
@@ -34,10 +38,9 @@ def _bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name} must be a boolean (1/0, true/false)")
 
 
-DEBUG = _bool("DEBUG", True)
-SECRET_KEY = env.str("SECRET_KEY", default=DEV_SECRET_KEY)
-if not DEBUG and SECRET_KEY == DEV_SECRET_KEY:
-    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
+DEBUG = _bool("DEBUG", False)
+# Production sets SECRET_KEY (every replica the same); the embedded default keeps its own.
+SECRET_KEY = env.str("SECRET_KEY", default="") or embedded_secret_key(VAR_DIR)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
@@ -91,12 +94,15 @@ TEMPLATES = [
 # The embedded default is a SQLite file set up for concurrent use: WAL, writers
 # take the lock at BEGIN (no upgrade deadlocks), and a busy timeout so a burst
 # waits instead of failing with "database is locked".
+# How long a SQLite writer waits for the write lock before "database is locked" (which the
+# MCP tools answer as a retryable error).
+EVERDICT_SQLITE_BUSY_TIMEOUT_S = _int("EVERDICT_SQLITE_BUSY_TIMEOUT_S", 30, minimum=1)
 _SQLITE_OPTIONS = {
     "transaction_mode": "IMMEDIATE",
-    "timeout": 30,
+    "timeout": EVERDICT_SQLITE_BUSY_TIMEOUT_S,
     "init_command": (
         "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;"
-        "PRAGMA busy_timeout=30000;PRAGMA foreign_keys=ON;"
+        f"PRAGMA busy_timeout={EVERDICT_SQLITE_BUSY_TIMEOUT_S * 1000};PRAGMA foreign_keys=ON;"
     ),
 }
 try:
@@ -191,13 +197,25 @@ LOGGING = {
 
 # Queue and presence knobs (seconds). Tests shorten them through the environment.
 EVERDICT_LEASE_TTL_S = _int("EVERDICT_LEASE_TTL_S", 60, minimum=1)
+# Presence writes are throttled: an idle long-polling runner touches its row at most this often.
+EVERDICT_PRESENCE_WRITE_S = _int("EVERDICT_PRESENCE_WRITE_S", 15)
+# A queued job fails `no_runner` once no runner that could take it has been active for this
+# long. Activity is read from `last_seen_at`, written at most every EVERDICT_PRESENCE_WRITE_S:
+# a timeout not above that interval would take a runner that polls for an absent one.
 EVERDICT_QUEUE_IDLE_TIMEOUT_S = _int("EVERDICT_QUEUE_IDLE_TIMEOUT_S", 300, minimum=1)
+if EVERDICT_QUEUE_IDLE_TIMEOUT_S <= EVERDICT_PRESENCE_WRITE_S:
+    raise ImproperlyConfigured(
+        f"EVERDICT_QUEUE_IDLE_TIMEOUT_S ({EVERDICT_QUEUE_IDLE_TIMEOUT_S}) must be above "
+        f"EVERDICT_PRESENCE_WRITE_S ({EVERDICT_PRESENCE_WRITE_S}): presence is written that "
+        "coarsely, so a shorter timeout would fail jobs of a runner that is polling"
+    )
 EVERDICT_MAX_ATTEMPTS = _int("EVERDICT_MAX_ATTEMPTS", 3, minimum=1)
 EVERDICT_PRESENCE_WINDOW_S = _int("EVERDICT_PRESENCE_WINDOW_S", 90, minimum=1)
 EVERDICT_MIN_RUNNER_PROTOCOL = _int("EVERDICT_MIN_RUNNER_PROTOCOL", 2)
 # The longest a runner's long-poll waits (reported in `hello`; keep a load balancer's idle
 # timeout above it).
-EVERDICT_MAX_WAIT_MS = _int("EVERDICT_MAX_WAIT_MS", 55_000, minimum=0)
+# At most the protocol's MAX_WAIT_MS (55,000), which every runner's read timeout allows for.
+EVERDICT_MAX_WAIT_MS = _int("EVERDICT_MAX_WAIT_MS", 55_000, minimum=0, maximum=55_000)
 # How long a job whose last attempt's lease expired stays resumable by its holder alone.
 EVERDICT_RESUME_WINDOW_S = _int("EVERDICT_RESUME_WINDOW_S", 1800)
 # Per-job log bounds: past them, one "… N lines dropped" marker.
@@ -208,8 +226,6 @@ EVERDICT_SHADOW_MAX_BYTES = _int("EVERDICT_SHADOW_MAX_BYTES", 1024 * 1024)
 # How often each process re-checks the queue for the owners of its parked long-polls even
 # without a wake-up: a lost notification costs at most this much latency, never a job.
 EVERDICT_WAKE_RECHECK_S = env.float("EVERDICT_WAKE_RECHECK_S", default=5.0)
-# Presence writes are throttled: an idle long-polling runner touches its row at most this often.
-EVERDICT_PRESENCE_WRITE_S = _int("EVERDICT_PRESENCE_WRITE_S", 15)
 EVERDICT_STATUS_TTL_S = _int("EVERDICT_STATUS_TTL_S", 120, minimum=1)
 # How long /mcp keeps a verified runner token (PostgreSQL only). A revocation, or an owner
 # deactivated through the ORM or admin, is heard at once on every replica; this bounds only
@@ -218,5 +234,6 @@ EVERDICT_STATUS_TTL_S = _int("EVERDICT_STATUS_TTL_S", 120, minimum=1)
 EVERDICT_AUTH_CACHE_S = env.float("EVERDICT_AUTH_CACHE_S", default=60.0)
 # Public base URL shown in the pairing command on the account page (default: the request's).
 EVERDICT_PUBLIC_URL = env.str("EVERDICT_PUBLIC_URL", default="")
-# /metrics: "loopback" (only 127.0.0.1/::1), "open", or a bearer token required to read it.
+# /metrics: "loopback" (only 127.0.0.1/::1, and never a request relayed by a proxy), "open",
+# or a bearer token required to read it.
 EVERDICT_METRICS = env.str("EVERDICT_METRICS", default="loopback")

@@ -21,6 +21,7 @@ from pydantic import ConfigDict, Field
 
 from accounts import tokens
 from accounts.services import api_key_authenticate
+from accounts.transient import Unavailable, transient_cause
 from runners import wakeup
 from runners.models import Runner
 from runners.services import runner_authenticate
@@ -34,13 +35,22 @@ class Principal(AccessToken):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    kind: Literal["runner", "user"]
+    # "unavailable": the token could not be checked for a passing reason of the server's own;
+    # every tool answers such a caller a retryable error, and nothing else.
+    kind: Literal["runner", "user", "unavailable"]
     # The rows the token resolved to, read once per HTTP request by the verifier.
     runner: Runner | None = Field(default=None, exclude=True)
     user: Any = Field(default=None, exclude=True)
 
+    cause: str = Field(default="", exclude=True)
+
+    def _available(self) -> None:
+        if self.kind == "unavailable":
+            raise Unavailable(self.cause)
+
     def require_runner(self, tool: str) -> Runner:
         """Return the calling runner; anyone else gets a tool error, never data."""
+        self._available()
         if self.kind != "runner" or self.runner is None:
             raise ToolError(
                 f"{tool} is a runner tool: call it with a runner token (rnr_…), "
@@ -50,6 +60,7 @@ class Principal(AccessToken):
 
     def require_user(self, tool: str) -> Any:
         """Return the calling user; a runner token is least-privilege and refused here."""
+        self._available()
         if self.kind != "user" or self.user is None:
             raise ToolError(
                 f"{tool} is a personal tool: call it with a personal API key (evk_…); "
@@ -159,10 +170,31 @@ class RunnerPrincipals:
 runner_principals = RunnerPrincipals()
 
 
+def _unavailable(token: str, cause: str) -> Principal:
+    return Principal(
+        token=token, client_id="unavailable", scopes=[], kind="unavailable", cause=cause
+    )
+
+
 class EverdictTokenVerifier:
-    """The one `TokenVerifier` of the gateway."""
+    """The one `TokenVerifier` of the gateway.
+
+    A token that cannot be checked because the database is unavailable is neither valid nor
+    invalid: it is answered neither 401 (the runner would drop a good token) nor 500, but
+    let through as an "unavailable" principal, to which every tool answers a retryable
+    error and nothing else.
+    """
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        try:
+            return await self._verify(token)
+        except Exception as exc:
+            cause = transient_cause(exc)
+            if cause is None:
+                raise
+            return _unavailable(token, cause)
+
+    async def _verify(self, token: str) -> AccessToken | None:
         token = token.strip()
         if not token:
             return None

@@ -10,6 +10,7 @@ from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 
 from mcpgateway.auth import EverdictTokenVerifier
+from mcpgateway.calls import guarded
 from mcpgateway.personal_tools import PERSONAL_TOOLS
 from mcpgateway.runner_tools import RUNNER_TOOLS
 
@@ -21,8 +22,10 @@ MAX_REQUEST_BODY_BYTES = 8 * 1024 * 1024
 INSTRUCTIONS = """\
 Everdict runs evaluation suites on members' own machines.
 Runner tools (a runner token, rnr_…): hello, lease_job, heartbeat_job, submit_job_result,
-fail_job, report_case_log. Personal tools (a personal API key, evk_…): pair_runner,
-list_runners, revoke_runner, list_api_keys, start_run, get_run."""
+submit_job_results, fail_job, release_job, report_case_log. A tool error whose structured
+content says `retryable` is the server's passing trouble: send the call again.
+Personal tools (a personal API key, evk_…): pair_runner, list_runners, revoke_runner,
+list_api_keys, start_run, get_run."""
 
 
 def build_server() -> MCPServer:
@@ -39,7 +42,7 @@ def build_server() -> MCPServer:
         ),
     )
     for tool in [*RUNNER_TOOLS, *PERSONAL_TOOLS]:
-        server.add_tool(tool)
+        server.add_tool(guarded(tool))
     return server
 
 
