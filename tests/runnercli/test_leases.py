@@ -19,7 +19,9 @@ def grant(job_id: int, **spec_changes: Any) -> dict[str, Any]:
 
 def test_a_grant_it_cannot_read_is_set_apart_with_its_fence_and_reason() -> None:
     good, newer, refused = grant(1), grant(2, sandbox="strict"), grant(3, env={"PATH": "/x"})
-    batch = parse_lease_reply({"job": good["job"], "lease": good["lease"], "jobs": [good, newer, refused]})
+    batch = parse_lease_reply(
+        {"job": good["job"], "lease": good["lease"], "jobs": [good, newer, refused]}
+    )
     assert [g.job.job_id for g in batch.grants()] == [1]
     assert [(u.job_id, u.lease_epoch) for u in batch.unparsed] == [(2, 3), (3, 3)]
     assert "harness.spec.sandbox: Extra inputs are not permitted" in batch.unparsed[0].reason
