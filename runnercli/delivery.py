@@ -26,7 +26,7 @@ from runnercli.backoff import Backoff
 from runnercli.client import RevokedError, ServerUnavailable, ToolCallError
 from runnercli.exits import EXIT_REVOKED, REVOKED_MESSAGE, RunnerExit
 from runnercli.parts import JobRun, RunnerParts
-from runnercli.protocol import Ack, ResultReport
+from runnercli.protocol import FAIL_MESSAGE_CHARS, Ack, ResultReport
 from runnercli.spool import Spooled, SpoolError
 from runnercli.status import shorten
 
@@ -69,6 +69,33 @@ class Delivery(RunnerParts):
                 self.status.event(f"{title}: ✗ report refused: {ack.reason or 'no reason given'}")
             self._show()
             return ack.accepted
+
+    async def _release(
+        self,
+        job_id: int,
+        lease_epoch: int,
+        reason: str,
+        *,
+        title: str,
+        paused_until: str | None = None,
+        patience_s: float = REPORT_PATIENCE_S,
+    ) -> bool:
+        """Hand the job back without spending an attempt (`release_job`); with `paused_until`
+        the server pauses this runner until then. Return whether it was taken back."""
+        try:
+            return await self._deliver(
+                lambda: self.client.release_job(
+                    job_id=job_id,
+                    lease_epoch=lease_epoch,
+                    reason=reason[:FAIL_MESSAGE_CHARS],
+                    paused_until=paused_until,
+                ),
+                title=title,
+                patience_s=patience_s,
+            )
+        except ToolCallError as exc:
+            self.status.event(f"{title}: ✗ hand-back refused: {exc}")
+            return False
 
     async def _deliver_result(
         self, report: ResultReport, title: str, job_run: JobRun | None = None

@@ -103,7 +103,13 @@ class JobHandling(Delivery, Wakefulness, Pausing):
         if job_run.abandoned and stopped:
             await log.close(flush=False)
             self.status.result(f"{job_run.title}: ■ handed back")
-            return await self._fail(job_run, "the runner was stopped by its owner", retryable=True)
+            # Not the case's fault: back to the queue without spending an attempt.
+            return await self._release(
+                job_run.job.job_id,
+                job_run.epoch,
+                "the runner was stopped by its owner",
+                title=job_run.title,
+            )
         if (limit := rate_limited(job_run.job.harness.spec.retry_on, result)) is not None:
             return await self._release_rate_limited(job_run, limit)
         line = self._outcome_line(job_run, result)

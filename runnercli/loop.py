@@ -305,13 +305,9 @@ class RunnerLoop(JobHandling):
         return reply
 
     async def _hand_back(self, job: CaseJob, lease: Lease, why: str) -> None:
-        with contextlib.suppress(ToolCallError):
-            await self._deliver(
-                lambda: self.client.fail_job(
-                    job_id=job.job_id, lease_epoch=lease.lease_epoch, message=why, retryable=True
-                ),
-                patience_s=10.0,
-            )
+        await self._release(
+            job.job_id, lease.lease_epoch, why, title=f"job {job.job_id}", patience_s=10.0
+        )
 
     async def _refuse_unparsed(self, unreadable: Unparsed) -> None:
         """Fail a granted job this runner cannot read, on its own, saying why."""

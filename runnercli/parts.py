@@ -85,6 +85,19 @@ class RunnerParts(ABC):
         """Wait a backoff delay, cut short by `until`, saying why."""
 
     @abstractmethod
+    async def _release(
+        self,
+        job_id: int,
+        lease_epoch: int,
+        reason: str,
+        *,
+        title: str,
+        paused_until: str | None = None,
+        patience_s: float = ...,
+    ) -> bool:
+        """Hand the job back without spending an attempt."""
+
+    @abstractmethod
     async def _deliver(
         self, call: Callable[[], Awaitable[Ack]], *, title: str = "job", patience_s: float = ...
     ) -> bool:

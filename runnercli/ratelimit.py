@@ -20,9 +20,9 @@ from typing import Any
 
 import re2
 
-from runnercli.client import RunnerError, ToolCallError
+from runnercli.client import RunnerError
 from runnercli.parts import JobRun, RunnerParts
-from runnercli.protocol import FAIL_MESSAGE_CHARS, CaseResult, RetryOn
+from runnercli.protocol import CaseResult, RetryOn
 from runnercli.status import shorten
 
 # A tool that says it is rate limited without saying for how long: try again in five
@@ -116,26 +116,20 @@ class Pausing(RunnerParts):
         """Hand the job back without spending an attempt, and pause this runner."""
         until = time.time() + limit.wait_s
         paused_until = datetime.fromtimestamp(until, UTC).isoformat()
-        reason = f"rate-limited ({limit.why})"[:FAIL_MESSAGE_CHARS]
+        reason = f"rate-limited ({limit.why})"
         self._pause_leasing(until, "rate-limited")
         line = f"⏸ rate-limited ({limit.why}): handed back; this runner pauses until {clock(until)}"
         if job_run.log is not None:
             job_run.log.add(line)
             await job_run.log.close()
         self.status.result(f"{job_run.title}: {line}")
-        try:
-            return await self._deliver(
-                lambda: self.client.release_job(
-                    job_id=job_run.job.job_id,
-                    lease_epoch=job_run.epoch,
-                    reason=reason,
-                    paused_until=paused_until,
-                ),
-                title=job_run.title,
-            )
-        except ToolCallError as exc:
-            self.status.event(f"{job_run.title}: ✗ hand-back refused: {exc}")
-            return False
+        return await self._release(
+            job_run.job.job_id,
+            job_run.epoch,
+            reason,
+            title=job_run.title,
+            paused_until=paused_until,
+        )
 
     def _pause_leasing(self, until: float, reason: str) -> None:
         if self.paused_until is None or until > self.paused_until:
