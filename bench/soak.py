@@ -37,18 +37,12 @@ shortened soak with this machinery in `make test`.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import random
-import signal
 import sys
 import textwrap
 import threading
 import time
-from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,39 +50,23 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from soak_record import (  # noqa: E402 (bench/ is on the path: this file is run from there)
-    ChaosEvent,
+from soak_chaos import Chaos  # noqa: E402 (bench/ is on the path: run from there)
+from soak_record import (  # noqa: E402
     execution_check,
     record_check,
     refusal_check,
 )
+from soak_report import Report, SoakConfig  # noqa: E402
 
 from tests.cluster import (  # noqa: E402 (the repository root is put on the path first)
     DEFAULT_REDIS,
     Cluster,
-    RunnerProcess,
     metric_sum,
     ok,
     redis_problem,
     scrape,
 )
 
-KINDS = (
-    "kill_runner",
-    "pause_runner",
-    "sleep_runner",
-    "restart_replica",
-    "restart_scheduler",
-    "revoke_runner",
-)
-WEIGHTS = {
-    "kill_runner": 4,
-    "pause_runner": 2,
-    "sleep_runner": 2,
-    "restart_replica": 2,
-    "restart_scheduler": 2,
-    "revoke_runner": 1,
-}
 SLUG = "soak"
 HARNESS = "sleepy-echo"
 # Twenty runners heartbeat every TTL/3: with a 3 s TTL on a 2-core machine the calls queue
@@ -111,125 +89,6 @@ print(text)
 EXECUTIONS_FILE = "executions.txt"
 
 
-@dataclass
-class SoakConfig:
-    jobs: int = 3000
-    runners: int = 20
-    replicas: int = 2
-    schedulers: int = 2
-    seed: int = 1
-    # Chaos goes on while jobs remain, for at most this long after dispatch (None: no cap).
-    duration_s: float | None = None
-    max_concurrent: tuple[int, int] = (1, 4)
-    run_concurrency: tuple[int, int] = (10, 50)
-    jobs_per_run: int = 400
-    sleep_ms: tuple[int, int] = (0, 200)
-    # Some cases are long (seconds, as an agent session is minutes): this share of them, this
-    # long. Chaos strikes them mid-case, and a one-slot runner holds its queue behind them.
-    long_share: float = 0.05
-    long_ms: tuple[int, int] = (2_000, 6_000)
-    lease_ttl_s: int = 3
-    # Short enough that a queue waiting behind long cases, or a runner asleep, would reach
-    # it if the timeout counted queue age: no job may end `no_runner` (runners stay active).
-    idle_timeout_s: int = 20
-    # Chaos may cut one job short several times; it must not run out of attempts.
-    max_attempts: int = 20
-    wait_ms: int = 10_000
-    redis_url: str | None = f"{DEFAULT_REDIS}/7"
-    # A fixed sequence of chaos events (tests); None: every kind once, then at random.
-    plan: Sequence[str] | None = None
-    chaos_gap_s: tuple[float, float] = (1.0, 4.0)
-    timeout_s: float = 1800
-    verbose: bool = False
-
-    @property
-    def pause_s(self) -> float:
-        # Well past the TTL: the lease expires and is re-granted while the runner sleeps.
-        return 2.0 * self.lease_ttl_s
-
-    @property
-    def sleep_s(self) -> float:
-        # A laptop's sleep: the runner and its cases stop, past the lease and past the
-        # runner's own sleep threshold, but within the idle timeout.
-        return max(2.0 * self.lease_ttl_s, 12.0)
-
-
-@dataclass
-class Report:
-    config: SoakConfig
-    run_ids: list[int] = field(default_factory=list)
-    events: list[ChaosEvent] = field(default_factory=list)
-    violations: list[str] = field(default_factory=list)
-    figures: dict[str, Any] = field(default_factory=dict)
-    started: float = 0.0
-    elapsed_s: float = 0.0
-    slots: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return not self.violations
-
-    def text(self) -> str:
-        c, f = self.config, self.figures
-        lines = [
-            f"chaos soak — PostgreSQL, {c.replicas} replicas, {c.schedulers} schedulers, "
-            f"{c.runners} runners ({self.slots} slots, --max-concurrent "
-            f"{c.max_concurrent[0]}-{c.max_concurrent[1]}), lease TTL {c.lease_ttl_s}s, "
-            f"seed {c.seed}",
-            f"jobs          {f.get('jobs', 0)} in {len(self.run_ids)} runs: "
-            f"{f.get('succeeded', 0)} succeeded, {f.get('failed', 0)} failed, "
-            f"{f.get('open', 0)} open",
-            f"throughput    {f.get('jobs_per_s', 0):.1f} jobs/s (first dispatch → last result "
-            f"{f.get('busy_s', 0):.1f}s); soak wall time {self.elapsed_s:.1f}s",
-            f"attempts      {f.get('attempts', 0)}: "
-            + ", ".join(f"{n} {s}" for s, n in sorted(f.get("attempts_by_status", {}).items())),
-            f"requeues      {f.get('requeues', 0)} (attempts beyond one per job)",
-            f"fenced calls  {f.get('fenced', 0):.0f} refused by the lease fence, "
-            f"{f.get('fenced_stale', 0):.0f} of them late calls of a superseded or expired "
-            f"lease (a killed replica's counters as of its last scrape)"
-            + _breakdown(f.get("fenced_by_call", {})),
-            f"executions    {f.get('executions', 0)} counted by the harness for "
-            f"{f.get('executed_cases', 0)} cases; {f.get('rerun_cases', 0)} ran more than once "
-            "(each rerun a lease the chaos cut off)",
-            "refused       results/reports refused, by reason: "
-            + (", ".join(f"{k} x{n}" for k, n in f.get("refused_by_reason", {}).items()) or "none"),
-            f"lease→result  p50 {f.get('attempt_p50_s', 0):.2f}s, p99 "
-            f"{f.get('attempt_p99_s', 0):.2f}s per succeeded attempt",
-            f"chaos         {len(self.events)} events: "
-            + ", ".join(f"{k} x{n}" for k, n in Counter(e.kind for e in self.events).items()),
-        ]
-        for event in self.events:
-            offset = event.at - self.started
-            lines.append(f"  +{offset:6.1f}s {event.kind:<18} {event.target}{_note(event)}")
-        if self.violations:
-            lines.append(f"VIOLATIONS ({len(self.violations)}):")
-            lines.extend(f"  ✗ {v}" for v in self.violations)
-        else:
-            lines.append(
-                "record        OK: every job terminal and succeeded; one result and one "
-                "succeeded attempt per job, the result from that attempt; never two executing "
-                "attempts; every cut-off attempt expired/superseded with no result from it, or "
-                "resumed by its own runner; one result per case; no job ended no_runner; no "
-                "result refused for a transient reason; no case run more often than leased"
-            )
-        return "\n".join(lines)
-
-
-def _breakdown(counts: dict[str, float]) -> str:
-    return "".join(f"\n                {k}: {v:.0f}" for k, v in sorted(counts.items()))
-
-
-def _note(event: ChaosEvent) -> str:
-    parts = []
-    if event.runner_id is not None:
-        parts.append(f"{event.cut} attempt(s) cut off, all expired/superseded")
-        if event.resumed:
-            parts.append(f"{event.resumed} resumed by the runner itself")
-    if event.note:
-        parts.append(event.note)
-    return (": " + "; ".join(parts)) if parts else ""
-
-
 # ------------------------------------------------------------------------ seeding
 
 
@@ -243,7 +102,7 @@ def seed_owner(username: str = "soak") -> tuple[Any, str]:
     return user, api_key_create(user=user, name="soak").key
 
 
-class Soak:
+class Soak(Chaos):
     """One soak: start the cluster, dispatch, strike, wait, check the record."""
 
     def __init__(self, config: SoakConfig, workdir: Path) -> None:
@@ -451,157 +310,6 @@ class Soak:
         if text is not None:
             self.scrapes[(index, replica.incarnation)] = text
 
-    # ---- chaos
-
-    def _chaos(self) -> None:
-        from django.db import connection
-
-        config = self.config
-        plan = list(config.plan) if config.plan is not None else self.rng.sample(KINDS, len(KINDS))
-        started = time.monotonic()
-        try:
-            while not self._done.is_set():
-                if config.plan is not None and not plan:
-                    self._plan_done.set()
-                    return
-                if config.duration_s is not None and time.monotonic() - started > config.duration_s:
-                    return
-                if self._done.wait(self.rng.uniform(*config.chaos_gap_s)):
-                    return
-                kind = plan.pop(0) if plan else self._random_kind()
-                getattr(self, f"_{kind}")()
-        except Exception as exc:
-            self.report.violations.append(f"the chaos itself failed: {exc!r}")
-        finally:
-            self._plan_done.set()
-            connection.close()
-
-    def _random_kind(self) -> str:
-        kinds = list(WEIGHTS)
-        return self.rng.choices(kinds, weights=[WEIGHTS[k] for k in kinds])[0]
-
-    def _event(self, kind: str, target: str, **fields: Any) -> ChaosEvent:
-        event = ChaosEvent(kind=kind, at=time.time(), target=target, **fields)
-        self.report.events.append(event)
-        self._say(f"{kind} {target}")
-        return event
-
-    def _pick_runner(self) -> RunnerProcess:
-        """A running runner, one of those holding the most leases (the chaos cuts work short)."""
-        from django.db.models import Count
-
-        from runners.models import JobStatus, RunnerJob
-
-        assert self.cluster is not None
-        deadline = time.monotonic() + 10
-        while True:
-            live = [
-                r
-                for r in self.cluster.live_runners()
-                if not r.down and r.proc is not None and r.proc.popen.poll() is None
-            ]
-            held = dict(
-                RunnerJob.objects.filter(
-                    status=JobStatus.LEASED, leased_by_id__in=[r.runner_id for r in live]
-                )
-                .values_list("leased_by_id")
-                .annotate(n=Count("pk"))
-                .order_by()
-            )
-            most = max((held.get(r.runner_id, 0) for r in live), default=0)
-            if most or time.monotonic() > deadline or self._done.is_set():
-                return self.rng.choice([r for r in live if held.get(r.runner_id, 0) == most])
-            time.sleep(0.1)
-
-    def _kill_runner(self) -> None:
-        assert self.cluster is not None
-        runner = self._pick_runner()
-        self._event("kill_runner", f"runner {runner.runner_id}", runner_id=runner.runner_id)
-        self.cluster.kill_runner(runner)
-        time.sleep(self.rng.uniform(0.3, 1.5))
-        self.cluster.start_runner(runner)  # the same token: the same runner comes back
-
-    def _pause_runner(self) -> None:
-        runner = self._pick_runner()
-        assert runner.proc is not None
-        event = self._event(
-            "pause_runner", f"runner {runner.runner_id}", runner_id=runner.runner_id
-        )
-        runner.proc.signal_group(signal.SIGSTOP)
-        time.sleep(self.config.pause_s)
-        runner.proc.signal_group(signal.SIGCONT)
-        event.until = time.time()
-        event.note = f"stopped {event.until - event.at:.1f}s"
-
-    def _sleep_runner(self) -> None:
-        """A laptop sleeps: the runner and the cases it runs stop together, past the lease."""
-        import psutil
-
-        runner = self._pick_runner()
-        assert runner.proc is not None
-        event = self._event(
-            "sleep_runner", f"runner {runner.runner_id}", runner_id=runner.runner_id
-        )
-        # Each case leads a process group of its own, outside the runner's.
-        groups = {runner.proc.pid}
-        with contextlib.suppress(psutil.Error):
-            for child in psutil.Process(runner.proc.pid).children(recursive=True):
-                with contextlib.suppress(psutil.Error, OSError):
-                    groups.add(os.getpgid(child.pid))
-        _signal_groups(groups, signal.SIGSTOP)
-        time.sleep(self.config.sleep_s)
-        _signal_groups(groups, signal.SIGCONT)
-        event.until = time.time()
-        event.note = f"asleep {event.until - event.at:.1f}s with {len(groups) - 1} case(s)"
-
-    def _restart_replica(self) -> None:
-        assert self.cluster is not None
-        index = self.rng.randrange(len(self.cluster.replicas))
-        self._scrape(index)  # its counters die with it
-        event = self._event("restart_replica", f"replica {index}")
-        self.cluster.kill_replica(index)
-        time.sleep(self.rng.uniform(0.2, 1.0))
-        self.cluster.start_replica(index)
-        event.note = f"down {time.time() - event.at:.1f}s"
-
-    def _restart_scheduler(self) -> None:
-        assert self.cluster is not None
-        index = self.rng.randrange(len(self.cluster.schedulers))
-        self._event("restart_scheduler", f"scheduler {index}")
-        self.cluster.kill_scheduler(index)
-        time.sleep(self.rng.uniform(0.2, 1.0))
-        self.cluster.start_scheduler(index)
-
-    def _revoke_runner(self) -> None:
-        assert self.cluster is not None
-        runner = self._pick_runner()
-        runner.retired = True
-        event = self._event(
-            "revoke_runner", f"runner {runner.runner_id}", runner_id=runner.runner_id
-        )
-        self._api("DELETE", f"/api/runners/{runner.runner_id}")
-        assert runner.proc is not None
-        code = runner.proc.wait(self.config.wait_ms / 1000 + 15)
-        if code != 3:
-            self.report.violations.append(
-                f"revoked runner {runner.runner_id} did not exit with 3 (asking to pair "
-                f"again) but {code}: see {runner.proc.log}"
-            )
-            runner.proc.stop(signal.SIGKILL)
-        event.note = f"its process exited with {code}"
-        # A newly paired machine takes its place, on the same replica.
-        self._replacements += 1
-        label = f"{runner.label}-new{self._replacements}"
-        runner_id, token = self._pair(label)
-        self.cluster.add_runner(
-            runner_id=runner_id,
-            token=token,
-            label=label,
-            server=runner.server,
-            max_concurrent=runner.max_concurrent,
-            wait_ms=runner.wait_ms,
-        )
-
     # ---- the record
 
     def _check_record(self) -> None:
@@ -637,12 +345,6 @@ class Soak:
             for incarnation in range(1, runner.incarnation + 1)
         ]
         return [log for log in logs if log.exists()]
-
-
-def _signal_groups(groups: set[int], sig: int) -> None:
-    for group in groups:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(group, sig)
 
 
 def _label_pairs(labels: str) -> list[tuple[str, str]]:
