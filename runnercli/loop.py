@@ -71,6 +71,7 @@ class RunnerLoop(JobHandling):
         self._awake = asyncio.Event()
         self._awake.set()
         self._wake_round_task: asyncio.Task[None] | None = None
+        self.sleep_watch = SleepWatch(self._woke)
         self.last_failure: str | None = None
         self.exit_code = EXIT_OK
         self.seen_harnesses: set[tuple[str, int]] = set()
@@ -111,9 +112,8 @@ class RunnerLoop(JobHandling):
                 return self.exit_code
             # What an earlier run finished but could not deliver goes first.
             await self._resend_spooled()
-            watch = SleepWatch(self._woke)
             workers = [asyncio.create_task(self._leaser())]
-            watcher = asyncio.create_task(watch.run(), name="sleep-watch")
+            watcher = asyncio.create_task(self.sleep_watch.run(), name="sleep-watch")
             fatal = asyncio.create_task(self._fatal_event.wait())
             await asyncio.wait([*workers, fatal], return_when=asyncio.FIRST_COMPLETED)
             # Either every worker finished, or one hit a fatal error and the rest must go.

@@ -43,6 +43,8 @@ class JobRun:
     # server acknowledges it).
     finished: bool = False
     log: CaseLog | None = None
+    # A heartbeat took its lapsed lease back since the last wake-up round.
+    resumed: bool = False
 
     @property
     def title(self) -> str:

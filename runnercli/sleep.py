@@ -79,15 +79,20 @@ class SleepWatch:
         self.on_wake = on_wake
         self.threshold_s = threshold_s
         self.tick_s = tick_s
+        self._before = _clocks()
+
+    def take_gap(self) -> float | None:
+        """The sleep since the last look, if there was one (each sleep is told once)."""
+        now = _clocks()
+        gap = max(a - b for a, b in zip(now, self._before, strict=True)) - self.tick_s
+        self._before = now
+        return gap if gap >= self.threshold_s else None
 
     async def run(self) -> None:
-        before = _clocks()
+        self._before = _clocks()
         while True:
             await asyncio.sleep(self.tick_s)
-            after = _clocks()
-            gap = max(a - b for a, b in zip(after, before, strict=True)) - self.tick_s
-            before = after
-            if gap >= self.threshold_s:
+            if (gap := self.take_gap()) is not None:
                 self.on_wake(gap)
 
 
@@ -121,11 +126,16 @@ class Wakefulness(RunnerParts):
     # Set while leasing may go on; cleared during a wake-up round.
     _awake: asyncio.Event
     _wake_round_task: asyncio.Task[None] | None
+    sleep_watch: SleepWatch
 
     def _woke(self, slept_s: float | None) -> None:
         """Start a wake-up round, unless one is under way."""
         if self._wake_round_task is not None and not self._wake_round_task.done():
             return
+        if slept_s is None:
+            # A heartbeat said so first: the clocks tell how long, and the watch will not
+            # tell this sleep again.
+            slept_s = self.sleep_watch.take_gap()
         self._awake.clear()
         self._wake_round_task = asyncio.create_task(self._wake_round(slept_s), name="wake")
 
@@ -133,7 +143,14 @@ class Wakefulness(RunnerParts):
         try:
             held = list(self.running.values())
             beats = await asyncio.gather(*(self._beat(job_run) for job_run in held))
-            self.status.event(wake_summary(slept_s, list(beats)))
+            # A case whose own heartbeat resumed it just before this round was resumed too.
+            found = [
+                Beat(RESUMED) if beat.kind == KEPT and job_run.resumed else beat
+                for job_run, beat in zip(held, beats, strict=True)
+            ]
+            for job_run in held:
+                job_run.resumed = False
+            self.status.event(wake_summary(slept_s, found))
         finally:
             self._awake.set()
             self._show()
@@ -162,6 +179,7 @@ class Wakefulness(RunnerParts):
         except (ServerUnavailable, ToolCallError):
             return Beat(UNCONFIRMED)  # the lease outlives a few missed beats
         if ack.accepted:
+            job_run.resumed = job_run.resumed or ack.resumed
             return Beat(RESUMED if ack.resumed else KEPT)
         if epoch != job_run.epoch:
             return Beat(KEPT)  # leased to this runner again meanwhile: the new fence holds

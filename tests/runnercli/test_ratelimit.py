@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from runnercli.protocol import CaseResult, RetryOn
 from runnercli.ratelimit import DEFAULT_RETRY_AFTER_S, MAX_RETRY_AFTER_S, rate_limited
 
@@ -58,12 +56,3 @@ def test_the_stderr_pattern_runs_in_linear_time_and_one_re2_refuses_is_ignored()
     assert time.monotonic() - began < 5
     # A backreference is beyond RE2: never a fallback to backtracking, no match.
     assert rate_limited(RetryOn(stderr_regex=r"(a)\1"), finished(0, stderr="aa\n")) is None
-
-
-@pytest.mark.parametrize(
-    ("seconds", "text"), [(14, "14 s"), (14 * 60, "14 min"), (2 * 3600 + 300, "2 h 5 min")]
-)
-def test_a_sleep_is_said_in_words(seconds: float, text: str) -> None:
-    from runnercli.sleep import duration
-
-    assert duration(seconds) == text
