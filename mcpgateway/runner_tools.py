@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 from django.conf import settings
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, AwareDatetime, Field
 
 from mcpgateway.auth import current_principal
 from mcpgateway.calls import in_thread
@@ -35,9 +35,16 @@ from runnercli.protocol import (
     ResultReport,
 )
 from runners.presence import runner_touch
-from runners.queue import job_heartbeat, job_lease_wait, job_report_log
+from runners.queue import job_lease_wait, job_report_log
+from runners.queue.handback import MAX_PAUSE_REASON_CHARS
 from runners.services import protocol_outdated, runner_hello
-from scorecards.services import failure_report, result_submit, results_submit
+from scorecards.services import (
+    failure_report,
+    lease_hand_back,
+    lease_heartbeat,
+    result_submit,
+    results_submit,
+)
 
 
 def _line_within_bounds(line: str) -> str:
@@ -107,10 +114,14 @@ async def lease_job(
 
 
 async def heartbeat_job(job_id: int, lease_epoch: int, status: Status = "") -> HeartbeatAck:
-    """Extend this runner's lease of the job; `cancel: true` means stop the case now."""
+    """Extend this runner's lease of the job; `cancel: true` means stop the case now.
+
+    `resumed: true` says the lease had lapsed (the runner slept) and was taken back: the
+    case goes on. Refused (`accepted: false`) when another runner leased the job since.
+    """
     runner = current_principal().require_runner("heartbeat_job")
     return await in_thread(
-        job_heartbeat, runner=runner, job_id=job_id, lease_epoch=lease_epoch, status=status
+        lease_heartbeat, runner=runner, job_id=job_id, lease_epoch=lease_epoch, status=status
     )
 
 
@@ -153,6 +164,29 @@ async def fail_job(
     )
 
 
+async def release_job(
+    job_id: int,
+    lease_epoch: int,
+    reason: Annotated[str, Field(min_length=1, max_length=MAX_PAUSE_REASON_CHARS)],
+    paused_until: Annotated[
+        AwareDatetime | None,
+        Field(description="ISO-8601 with a time zone: lease nothing until then (a plan limit)."),
+    ] = None,
+) -> Ack:
+    """Hand the job back to the queue without spending an attempt (a plan limit hit, the
+    member stopping the runner). With `paused_until` this runner leases nothing until then
+    (at most a week ahead); the roster and the run page say why."""
+    runner = current_principal().require_runner("release_job")
+    return await in_thread(
+        lease_hand_back,
+        runner=runner,
+        job_id=job_id,
+        lease_epoch=lease_epoch,
+        reason=reason,
+        paused_until=paused_until,
+    )
+
+
 async def report_case_log(job_id: int, lease_epoch: int, lines: LogLines) -> Ack:
     """Append log lines to the case; they appear on the run page and its logs API."""
     runner = current_principal().require_runner("report_case_log")
@@ -168,5 +202,6 @@ RUNNER_TOOLS: list[Callable[..., Any]] = [
     submit_job_result,
     submit_job_results,
     fail_job,
+    release_job,
     report_case_log,
 ]

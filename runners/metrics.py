@@ -41,6 +41,18 @@ RECHECKS = Counter(
     "everdict_wake_rechecks", "Periodic re-checks of the owners with parked long-polls."
 )
 SETTLED = Counter("everdict_jobs_settled", "Jobs that reached a terminal state.", ["status"])
+RESUMES = Counter(
+    "everdict_resumes", "Lapsed leases taken back by their holder (a runner that slept)."
+)
+SHADOWS = Counter("everdict_shadow_results", "Refused late results kept on their attempt.")
+RELEASES = Counter(
+    "everdict_releases", "Leases handed back by their runner without spending an attempt."
+)
+SWEEP_FAILURES = Counter(
+    "everdict_sweep_failures",
+    "Scheduler steps that raised on a row; the row is set aside for a while.",
+    ["step"],
+)
 
 
 def fenced(call: str, reason: str) -> None:

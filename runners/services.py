@@ -12,7 +12,14 @@ from django.utils import timezone
 
 from accounts import tokens
 from accounts.errors import Invalid, NotFound
-from runnercli.protocol import CAPABILITY_RE, MAX_CAPABILITIES, PROTOCOL_VERSION, Hello, Limits
+from runnercli.protocol import (
+    CAPABILITY_RE,
+    MAX_CAPABILITIES,
+    MAX_WAIT_MS,
+    PROTOCOL_VERSION,
+    Hello,
+    Limits,
+)
 from runners import queue, wakeup
 from runners.models import Runner
 from runners.presence import runner_touch
@@ -148,5 +155,6 @@ def runner_hello(
         owner=runner.owner.get_username(),
         server_protocol=PROTOCOL_VERSION,
         update_required=protocol_outdated(protocol),
-        limits=Limits(max_wait_ms=settings.EVERDICT_MAX_WAIT_MS),
+        # Every bound as the tools enforce it (the wire contract's), the wait as configured.
+        limits=Limits(max_wait_ms=min(settings.EVERDICT_MAX_WAIT_MS, MAX_WAIT_MS)),
     )

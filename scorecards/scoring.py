@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from runnercli.protocol import HarnessSpec
+from scorecards.patterns import PatternRefused, compile_pattern, parse_json
 
 Verdict = Literal["pass", "fail", "error"]
 
@@ -62,14 +62,18 @@ def _pick(document: Any, path: str) -> Any:
         if isinstance(value, dict) and part in value:
             value = value[part]
         elif (
-            isinstance(value, list)
-            and part.lstrip("-").isdigit()
-            and -len(value) <= int(part) < len(value)
+            isinstance(value, list) and _is_integer(part) and -len(value) <= int(part) < len(value)
         ):
             value = value[int(part)]
         else:
             return _MISSING
     return value
+
+
+def _is_integer(text: str) -> bool:
+    """An optionally signed run of ASCII digits (`int()` also reads other scripts' digits)."""
+    digits = text.removeprefix("-")
+    return digits.isascii() and digits.isdigit()
 
 
 def _json_equal(left: Any, right: Any) -> bool:
@@ -92,7 +96,7 @@ def _grade_exit_code(exit_code: int | None, expected: Any) -> Grade:
         wanted = 0
     elif isinstance(expected, int) and not isinstance(expected, bool):
         wanted = expected
-    elif isinstance(expected, str) and expected.strip().lstrip("-").isdigit():
+    elif isinstance(expected, str) and _is_integer(expected.strip()):
         wanted = int(expected)
     else:
         return _errored(
@@ -116,9 +120,11 @@ def _grade_text(kind: str, subject: str, expected: Any) -> Grade:
             return _passed("output contains expected")
         return _failed(f"{_preview(wanted)} not found in output {_preview(subject)}")
     try:
-        pattern = re.compile(wanted)
-    except re.error as exc:
-        return _errored(f"invalid regex pattern {_preview(wanted)}: {exc}")
+        # RE2: linear in the output whatever the pattern; one it cannot run is an error,
+        # never handed to a backtracking engine.
+        pattern = compile_pattern(wanted)
+    except PatternRefused as exc:
+        return _errored(str(exc))
     if pattern.search(subject):
         return _passed("output matches pattern")
     return _failed(f"pattern {_preview(wanted)} does not match output {_preview(subject)}")
@@ -137,12 +143,13 @@ def grade(
     document: Any = _MISSING
     if spec.output == "json" or grader.field or grader.type == "json_equals":
         try:
-            document = json.loads(output)
-        except ValueError:
+            document = parse_json(output)
+        except ValueError as exc:
             # A harness that promises JSON and breaks it is broken, not wrong.
+            why = f" ({exc})" if "nested" in str(exc) else ""
             if spec.output == "json":
-                return _errored("output is not valid JSON")
-            return _failed(f"output is not valid JSON: {_preview(output)}")
+                return _errored(f"output is not valid JSON{why}")
+            return _failed(f"output is not valid JSON{why}: {_preview(output)}")
     subject: Any = document
     if grader.field:
         subject = _pick(document, grader.field)
@@ -201,7 +208,7 @@ def extract_usage(output: str, output_kind: str, advisory: dict[str, Any] | None
     document: Any = None
     if output_kind == "json" or output.lstrip().startswith("{"):
         try:
-            document = json.loads(output)
+            document = parse_json(output)
         except ValueError:
             document = None
     found = _usage_in(document) or _usage_in(advisory)

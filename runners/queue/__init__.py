@@ -6,55 +6,63 @@ transaction together with what they record. By concern:
 
 - `claim`: the lease of the oldest claimable jobs, each with a new attempt;
 - `longpoll`: waiting for a claimable job, and the one hand-back of a lease nobody received;
-- `fence`: every call after a lease (heartbeat, log, result, failure, release);
+- `fence`: every call after a lease (heartbeat, failure), and taking back a lapsed lease;
+- `settle`: results, and the refused late ones kept as shadows;
+- `handback`: leases given back without spending an attempt, and runner pauses;
+- `logs`: a job's log lines, bounded per job;
 - `admission`: parking a dispatch's jobs and admitting pending ones;
+- `activity`: which runners are active, and the idle timeout that runs off it;
 - `sweeps`: expiry, idle queues, revoked runners, cancel and operator actions;
 - `selectors`: reads;
 - `rows`: the row-level helpers they share.
 """
 
+from runners.queue.activity import absence, jobs_idle, runners_active
 from runners.queue.admission import jobs_admit, jobs_park
 from runners.queue.claim import LeasedJob, claim_plan, job_lease
-from runners.queue.fence import (
-    Outcome,
-    Settlement,
-    job_fail,
-    job_heartbeat,
-    job_release,
-    job_report_log,
-    jobs_settle,
-)
+from runners.queue.fence import RESUMED, Settlement, job_fail, job_heartbeat
+from runners.queue.handback import job_hand_back, job_release, runner_pause
+from runners.queue.logs import job_report_log, logs_append
 from runners.queue.longpoll import cancel_once, job_lease_wait
 from runners.queue.rows import lease_ttl
 from runners.queue.selectors import (
-    jobs_idle,
     jobs_of_revoked_runners,
     leases_expired,
+    leases_lapsed_for_good,
+    not_held,
     run_active_count,
     run_has_pending,
     run_job_counts,
 )
+from runners.queue.settle import KEPT, Outcome, jobs_settle
 from runners.queue.sweeps import (
     Ended,
     job_abort,
+    job_hold,
     job_requeue,
     jobs_cancel,
     jobs_idle_expire,
     jobs_of_revoked_runner_end,
     jobs_release_from,
+    lapsed_lease_end,
     lease_expire,
 )
 
 __all__ = [
+    "KEPT",
+    "RESUMED",
     "Ended",
     "LeasedJob",
     "Outcome",
     "Settlement",
+    "absence",
     "cancel_once",
     "claim_plan",
     "job_abort",
     "job_fail",
+    "job_hand_back",
     "job_heartbeat",
+    "job_hold",
     "job_lease",
     "job_lease_wait",
     "job_release",
@@ -69,10 +77,16 @@ __all__ = [
     "jobs_park",
     "jobs_release_from",
     "jobs_settle",
+    "lapsed_lease_end",
     "lease_expire",
     "lease_ttl",
     "leases_expired",
+    "leases_lapsed_for_good",
+    "logs_append",
+    "not_held",
     "run_active_count",
     "run_has_pending",
     "run_job_counts",
+    "runner_pause",
+    "runners_active",
 ]

@@ -81,14 +81,18 @@ def job_lease(
         return granted
 
 
-def _claimable_filter(runner: Runner) -> Q:
-    # A runner revoked while its long-poll was parked holds a stale row: the claim checks
-    # in the same statement (evaluated once, as an init plan) that it is still active.
-    still_active = Exists(Runner.objects.filter(pk=runner.pk, revoked_at__isnull=True))
+def _claimable_filter(runner: Runner, now: datetime) -> Q:
+    # A runner revoked or paused while its long-poll was parked holds a stale row: the claim
+    # checks in the same statement (evaluated once, as an init plan) that it may lease.
+    may_lease = Exists(
+        Runner.objects.filter(pk=runner.pk, revoked_at__isnull=True).exclude(paused_until__gt=now)
+    )
     return (
         Q(status=JobStatus.QUEUED, owner_id=runner.owner_id)
         & (Q(runner_id=runner.pk) | Q(runner__isnull=True))
-        & Q(still_active)
+        # A lapsed lease out of attempts is its holder's alone to resume.
+        & (Q(attempts__lt=F("max_attempts")) | Q(leased_by__isnull=True))
+        & Q(may_lease)
     )
 
 
@@ -96,7 +100,7 @@ def _claimable(runner: Runner, limit: int) -> list[RunnerJob]:
     """The claim's candidates on SQLite, whose IMMEDIATE transaction already holds the single
     write lock; it has no JSON containment, so capabilities are filtered here in batches."""
     base = (
-        RunnerJob.objects.filter(_claimable_filter(runner))
+        RunnerJob.objects.filter(_claimable_filter(runner, timezone.now()))
         .select_related("batch")
         .order_by("created_at", "id")
     )
@@ -115,8 +119,9 @@ def _claimable(runner: Runner, limit: int) -> list[RunnerJob]:
 def _claim_select(runner: Runner, limit: int) -> tuple[str, list[Any]]:
     """The claim's SELECT on PostgreSQL: the partial index on (owner, created_at, id) WHERE
     status='queued' serves it; SKIP LOCKED lets concurrent claimers pass each other; a
-    runner revoked while its poll was parked holds a stale row, so the runner's being
-    active is checked in the same statement."""
+    runner revoked or paused while its poll was parked holds a stale row, so whether it may
+    lease is checked in the same statement; a lapsed lease out of attempts is left to its
+    holder."""
     columns = ", ".join(f"j.{column}" for column in _JOB_COLUMNS)
     sql = (
         f"SELECT {columns}, b.payload FROM {RunnerJob._meta.db_table} j"
@@ -124,8 +129,10 @@ def _claim_select(runner: Runner, limit: int) -> tuple[str, list[Any]]:
         " WHERE j.owner_id = %s AND j.status = %s"
         " AND (j.runner_id = %s OR j.runner_id IS NULL)"
         " AND j.required_capabilities <@ %s::jsonb"
+        " AND (j.attempts < j.max_attempts OR j.leased_by_id IS NULL)"
         f" AND EXISTS (SELECT 1 FROM {Runner._meta.db_table} r"
-        " WHERE r.id = %s AND r.revoked_at IS NULL)"
+        " WHERE r.id = %s AND r.revoked_at IS NULL"
+        " AND (r.paused_until IS NULL OR r.paused_until <= %s))"
         " ORDER BY j.created_at, j.id LIMIT %s"
         " FOR UPDATE OF j SKIP LOCKED"
     )
@@ -135,6 +142,7 @@ def _claim_select(runner: Runner, limit: int) -> tuple[str, list[Any]]:
         runner.pk,
         json.dumps(sorted(runner.capabilities or [])),
         runner.pk,
+        timezone.now(),
         limit,
     ]
     return sql, params

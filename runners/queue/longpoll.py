@@ -23,7 +23,7 @@ from runners import metrics, wakeup
 from runners.models import Runner
 from runners.presence import runner_touch
 from runners.queue.claim import LeasedJob, job_lease
-from runners.queue.fence import job_release
+from runners.queue.handback import job_release
 
 T = TypeVar("T")
 

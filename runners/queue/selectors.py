@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from django.conf import settings
-from django.db.models import Count, QuerySet
+from django.db.models import Count, F, QuerySet
 from django.utils import timezone
 
 from runners.models import ACTIVE_JOB_STATUSES, JobStatus, RunnerJob
+from runners.queue.rows import resume_window
 
 OPEN_JOB_STATUSES = (JobStatus.PENDING, JobStatus.QUEUED, JobStatus.LEASED)
 
@@ -36,10 +34,20 @@ def leases_expired() -> QuerySet[RunnerJob]:
     return RunnerJob.objects.filter(status=JobStatus.LEASED, leased_until__lt=timezone.now())
 
 
-def jobs_idle() -> QuerySet[RunnerJob]:
-    """Queued jobs no runner took within the idle timeout."""
-    cutoff = timezone.now() - timedelta(seconds=settings.EVERDICT_QUEUE_IDLE_TIMEOUT_S)
-    return RunnerJob.objects.filter(status=JobStatus.QUEUED, queued_at__lt=cutoff)
+def leases_lapsed_for_good() -> QuerySet[RunnerJob]:
+    """Jobs whose last attempt's lease lapsed longer than the resume window ago: nobody may
+    claim them (their attempts are spent) and their holder can no longer resume them."""
+    return RunnerJob.objects.filter(
+        status=JobStatus.QUEUED,
+        leased_by__isnull=False,
+        attempts__gte=F("max_attempts"),
+        leased_until__lt=timezone.now() - resume_window(),
+    )
+
+
+def not_held(jobs: QuerySet[RunnerJob]) -> QuerySet[RunnerJob]:
+    """Leave out the jobs a sweep set aside after it raised on them, until their hold ends."""
+    return jobs.exclude(sweep_held_until__gt=timezone.now())
 
 
 def jobs_of_revoked_runners() -> QuerySet[RunnerJob]:

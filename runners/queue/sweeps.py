@@ -1,5 +1,6 @@
-"""Sweeps and operator actions: expire silent leases, end idle queues and the jobs of revoked
-runners, cancel a run's jobs, requeue or abort one job, hand back a revoked runner's jobs.
+"""Sweeps and operator actions: expire silent leases, end lapsed ones past the resume window,
+idle queues and the jobs of revoked runners, cancel a run's jobs, requeue or abort one job,
+hand back a revoked runner's jobs, and set aside a row a sweep could not handle.
 
 Each re-checks its condition under the row lock and returns what it ended, for the caller
 (scorecards) to record.
@@ -8,17 +9,22 @@ Each re-checks its condition under the row lock and returns what it ended, for t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from runners.models import AttemptStatus, JobStatus, Runner, RunnerJob
-from runners.queue.rows import end, end_attempts, locked_job, requeue, write_all
+from runners.queue.activity import jobs_idle
+from runners.queue.rows import end, end_attempts, lapse, locked_job, requeue, write_all
 from runners.queue.selectors import (
     OPEN_JOB_STATUSES,
-    jobs_idle,
     jobs_of_revoked_runners,
+    leases_lapsed_for_good,
 )
+
+HOLD_BASE = timedelta(seconds=30)
+HOLD_MAX = timedelta(hours=1)
 
 
 @dataclass
@@ -30,7 +36,10 @@ class Ended:
 
 
 def lease_expire(*, job_id: int) -> Ended | None:
-    """Expire this job's silent lease: requeue it, or fail it when out of attempts.
+    """Expire this job's silent lease: its attempt ends `expired` and the job goes back to the
+    queue at the same epoch, its holder kept — it may resume it (resume, not rerun). A job
+    out of attempts is claimable by nobody else: it stays resumable by its holder alone for
+    the resume window (`lapsed_lease_end` fails it after).
 
     None when the lease is no longer expired (a heartbeat or another scheduler got there
     first): the condition is re-checked under the row lock.
@@ -44,11 +53,30 @@ def lease_expire(*, job_id: int) -> Ended | None:
     end_attempts(
         [job.current_attempt_id], AttemptStatus.EXPIRED, "no heartbeat within the lease", now
     )
-    if job.attempts < job.max_attempts:
-        requeue([job], now, "lease_expired")
-        return Ended(requeued=[job])
-    end([job], JobStatus.FAILED, f"lease expired after {job.attempts} attempts", now)
+    lapse(job, now)
+    return Ended(requeued=[job])
+
+
+def lapsed_lease_end(*, job_id: int) -> Ended | None:
+    """Fail this job whose last attempt's lease lapsed longer than the resume window ago
+    (`lease expired after N attempts`). None when it no longer is such a job."""
+    job = locked_job(job_id)
+    if job is None or not leases_lapsed_for_good().filter(pk=job_id).exists():
+        return None
+    end([job], JobStatus.FAILED, f"lease expired after {job.attempts} attempts", timezone.now())
     return Ended(jobs=[job])
+
+
+def job_hold(*, job_id: int, error: str) -> datetime:
+    """Set aside a job a sweep raised on: count it, keep why, and leave it alone for a while,
+    longer each time (30 s doubling, at most an hour); return until when."""
+    job = RunnerJob.objects.filter(pk=job_id).values("sweep_failures").first()
+    failures = (job["sweep_failures"] if job else 0) + 1
+    until = timezone.now() + min(HOLD_BASE * 2 ** min(failures - 1, 10), HOLD_MAX)
+    RunnerJob.objects.filter(pk=job_id).update(
+        sweep_failures=F("sweep_failures") + 1, sweep_error=error[:500], sweep_held_until=until
+    )
+    return until
 
 
 def _end_open(candidates: QuerySet[RunnerJob], reason: str) -> list[RunnerJob]:
@@ -88,8 +116,8 @@ def jobs_cancel(*, run_id: int) -> list[RunnerJob]:
             run_id=run_id, status__in=OPEN_JOB_STATUSES
         )
     )
-    executing = [j.current_attempt_id for j in jobs if j.status == JobStatus.LEASED]
-    end_attempts(executing, AttemptStatus.CANCELED, "canceled", now)
+    # Any attempt still executing ends with its job, whatever state the job was in.
+    end_attempts([j.current_attempt_id for j in jobs], AttemptStatus.CANCELED, "canceled", now)
     # leased_by and the epoch stay, so the holder's heartbeat is answered `cancel: true`.
     write_all(
         jobs, status=JobStatus.CANCELED, finished_at=now, leased_until=None, reason="canceled"
@@ -98,14 +126,15 @@ def jobs_cancel(*, run_id: int) -> list[RunnerJob]:
 
 
 def job_requeue(*, job_id: int, reason: str) -> RunnerJob | None:
-    """Put an open job back in the queue now (an operator's action); its attempt, if one is
-    executing, is superseded so its runner's later calls are fenced off. None if closed."""
+    """Put an open job back in the queue now (an operator's action); its holder — current, or
+    whose lease lapsed — is fenced off, its attempt superseded if still executing. None if
+    closed."""
     job = locked_job(job_id)
     if job is None or job.status not in (JobStatus.LEASED, JobStatus.QUEUED):
         return None
     now = timezone.now()
-    if job.status == JobStatus.LEASED:
-        end_attempts([job.current_attempt_id], AttemptStatus.SUPERSEDED, reason, now)
+    end_attempts([job.current_attempt_id], AttemptStatus.SUPERSEDED, reason, now)
+    if job.leased_by_id is not None:
         # Bumping the epoch fences the old holder even before anyone claims the job.
         RunnerJob.objects.filter(pk=job.pk).update(lease_epoch=F("lease_epoch") + 1)
         job.lease_epoch += 1
@@ -119,19 +148,25 @@ def job_abort(*, job_id: int, reason: str) -> RunnerJob | None:
     if job is None or job.is_terminal:
         return None
     now = timezone.now()
-    if job.status == JobStatus.LEASED:
-        end_attempts([job.current_attempt_id], AttemptStatus.FAILED, reason, now)
+    end_attempts([job.current_attempt_id], AttemptStatus.FAILED, reason, now)
     end([job], JobStatus.FAILED, reason, now)
     return job
 
 
 def jobs_release_from(*, runner: Runner) -> list[RunnerJob]:
-    """Requeue the `self:any` jobs a runner holds (it was revoked); its attempts are left to
-    be superseded by the next claim. Jobs pinned to it are not touched."""
+    """Requeue the `self:any` jobs a revoked runner holds or may resume: their executing
+    attempts end `superseded`, and the owner's other runners may claim them. Jobs pinned to
+    it are not touched (the scheduler ends them)."""
+    now = timezone.now()
     jobs = list(
         RunnerJob.objects.select_for_update(of=("self",)).filter(
-            status=JobStatus.LEASED, leased_by=runner, runner__isnull=True
+            status__in=(JobStatus.LEASED, JobStatus.QUEUED),
+            leased_by=runner,
+            runner__isnull=True,
         )
     )
-    requeue(jobs, timezone.now(), "runner_revoked")
+    end_attempts(
+        [j.current_attempt_id for j in jobs], AttemptStatus.SUPERSEDED, "runner revoked", now
+    )
+    requeue(jobs, now, "runner_revoked")
     return jobs

@@ -4,6 +4,7 @@ One service per action, shared by the pages, the REST API and the MCP tools.
 """
 
 from scorecards.services.catalog import dataset_create, dataset_parse_jsonl, harness_create
+from scorecards.services.leases import lease_hand_back, lease_heartbeat
 from scorecards.services.results import (
     failure_report,
     provenance_for,
@@ -22,6 +23,7 @@ from scorecards.services.sweeps import (
     operator_job_fail,
     operator_job_requeue,
     scheduler_complete_one_run,
+    scheduler_end_one_lapsed_lease,
     scheduler_expire_one_idle_run,
     scheduler_expire_one_lease,
     scheduler_settle_one_revoked,
@@ -36,6 +38,8 @@ __all__ = [
     "dataset_parse_jsonl",
     "failure_report",
     "harness_create",
+    "lease_hand_back",
+    "lease_heartbeat",
     "member_add",
     "operator_job_fail",
     "operator_job_requeue",
@@ -46,6 +50,7 @@ __all__ = [
     "run_start",
     "runtime_resolve",
     "scheduler_complete_one_run",
+    "scheduler_end_one_lapsed_lease",
     "scheduler_expire_one_idle_run",
     "scheduler_expire_one_lease",
     "scheduler_settle_one_revoked",

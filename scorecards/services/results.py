@@ -21,16 +21,15 @@ from runnercli.protocol import (
     MAX_RESULTS_BYTES_PER_CALL,
     Ack,
     CaseResult,
-    HarnessSpec,
     ResultReport,
 )
 from runners import queue
-from runners.models import JobLogLine, Runner, RunnerJob
-from scorecards import scoring
+from runners.models import Runner, RunnerJob
 from scorecards.models import Case, EventLevel, Run, RunStatus, Verdict
 from scorecards.models import CaseResult as CaseResultRow
 from scorecards.selectors import run_summary
 from scorecards.services.events import event
+from scorecards.services.grading import Graded, grade_reports, shadow_of
 
 
 def _result_digest(result: CaseResult) -> str:
@@ -62,20 +61,33 @@ def provenance_for(runner: Runner, run: Run) -> dict[str, str]:
     }
 
 
-def _storable(text: str) -> str:
-    # PostgreSQL text cannot hold NUL; a harness printing binary must not lose its result.
-    return text.replace("\x00", "\ufffd")
-
-
 def result_submit(*, runner: Runner, job_id: int, lease_epoch: int, result: CaseResult) -> Ack:
     """Accept one fenced result: settle the attempt, score it, record it, advance the run."""
     report = ResultReport(job_id=job_id, lease_epoch=lease_epoch, result=result)
     return results_submit(runner=runner, reports=[report])[0]
 
 
+def _outcome(report: ResultReport) -> queue.Outcome:
+    shadow, note = shadow_of(report.result)
+    return queue.Outcome(
+        job_id=report.job_id,
+        lease_epoch=report.lease_epoch,
+        succeeded=report.result.status == "completed",
+        result_digest=_result_digest(report.result),
+        reason="" if report.result.status == "completed" else report.result.status,
+        shadow=shadow,
+        shadow_note=note,
+    )
+
+
 def results_submit(*, runner: Runner, reports: Sequence[ResultReport]) -> list[Ack]:
-    """Accept fenced results in one transaction: settle, score and record each, then advance
-    each run once. One ack per report, in order; a refused one changes nothing of its own."""
+    """Accept fenced results in one transaction: settle and record each, then advance each
+    run once. One ack per report, in order; a refused one changes nothing of its own but,
+    when it is the runner's own late result, is kept on its attempt as a shadow.
+
+    Outputs are parsed and graded before the transaction: it holds the runs' row locks
+    (and on SQLite the single write lock), and only records.
+    """
     if len({r.job_id for r in reports}) != len(reports):
         raise Invalid({"results": ["Each job may appear once per call."]})
     if sum(r.size for r in reports) > MAX_RESULTS_BYTES_PER_CALL:
@@ -87,24 +99,18 @@ def results_submit(*, runner: Runner, reports: Sequence[ResultReport]) -> list[A
                 ]
             }
         )
-    outcomes = [
-        queue.Outcome(
-            job_id=r.job_id,
-            lease_epoch=r.lease_epoch,
-            succeeded=r.result.status == "completed",
-            result_digest=_result_digest(r.result),
-            reason="" if r.result.status == "completed" else r.result.status,
-        )
-        for r in reports
-    ]
+    graded = grade_reports(runner=runner, reports=reports)
+    outcomes = [_outcome(r) for r in reports]
     with transaction.atomic():
         runs = locked_runs_of([r.job_id for r in reports])
         settled = queue.jobs_settle(runner=runner, outcomes=outcomes)
-        accepted: dict[int, list[tuple[RunnerJob, CaseResult]]] = {}
+        accepted: dict[int, list[tuple[RunnerJob, CaseResult, Graded]]] = {}
         for report, settlement in zip(reports, settled, strict=True):
             job = settlement.job
+            if settlement.resumed and job is not None and job.run_id in runs:
+                resumed_event(runs[job.run_id], job, runner)
             if settlement.ended and job is not None and job.run_id in runs:
-                accepted.setdefault(job.run_id, []).append((job, report.result))
+                accepted.setdefault(job.run_id, []).append((job, report.result, graded[job.pk]))
         rows = [
             row
             for run_id, results in accepted.items()
@@ -118,52 +124,34 @@ def results_submit(*, runner: Runner, reports: Sequence[ResultReport]) -> list[A
 
 
 def _result_rows(
-    run: Run, runner: Runner, results: list[tuple[RunnerJob, CaseResult]]
+    run: Run, runner: Runner, results: list[tuple[RunnerJob, CaseResult, Graded]]
 ) -> list[CaseResultRow]:
-    """Score a run's settled results against its cases' expectations."""
-    spec = HarnessSpec.model_validate(run.harness.spec)
-    cases = {
-        case.key: case
-        for case in Case.objects.filter(
-            dataset_id=run.dataset_id, key__in=[job.case_key for job, _ in results]
-        ).only("pk", "key", "expected")
-    }
+    """The rows of a run's settled results, graded already."""
     provenance = provenance_for(runner, run)
     first = next_result_seq(run)
-    rows = []
-    for seq, (job, result) in enumerate(results, start=first):
-        output, stderr_tail = _storable(result.output), _storable(result.stderr_tail)
-        case = cases[job.case_key]
-        grade = scoring.grade(
-            spec=spec,
+    return [
+        CaseResultRow(
+            run=run,
+            case=graded.case,
+            repeat=job.repeat,
+            seq=seq,
+            attempt_id=job.current_attempt_id,
+            runner=runner,
+            verdict=graded.grade.verdict,
+            score=min(1.0, max(0.0, graded.grade.score)),
             status=result.status,
-            output=output,
+            output=graded.output,
+            error="" if graded.grade.verdict != Verdict.ERROR else graded.grade.detail,
+            reason=graded.grade.detail[:1000],
             exit_code=result.exit_code,
-            expected=case.expected,
+            stderr_tail=graded.stderr_tail,
+            duration_ms=result.duration_ms,
+            usage=graded.usage,
+            provenance=provenance,
+            fingerprint=result.fingerprint.model_dump(mode="json"),
         )
-        rows.append(
-            CaseResultRow(
-                run=run,
-                case=case,
-                repeat=job.repeat,
-                seq=seq,
-                attempt_id=job.current_attempt_id,
-                runner=runner,
-                verdict=grade.verdict,
-                score=min(1.0, max(0.0, grade.score)),
-                status=result.status,
-                output=output,
-                error="" if grade.verdict != Verdict.ERROR else grade.detail,
-                reason=grade.detail[:1000],
-                exit_code=result.exit_code,
-                stderr_tail=stderr_tail,
-                duration_ms=result.duration_ms,
-                usage=scoring.extract_usage(output, spec.output, result.usage),
-                provenance=provenance,
-                fingerprint=result.fingerprint.model_dump(mode="json"),
-            )
-        )
-    return rows
+        for seq, (job, result, graded) in enumerate(results, start=first)
+    ]
 
 
 def next_result_seq(run: Run) -> int:
@@ -172,22 +160,14 @@ def next_result_seq(run: Run) -> int:
     return (last or 0) + 1
 
 
-def _log_tails(accepted: dict[int, list[tuple[RunnerJob, CaseResult]]]) -> None:
+def _log_tails(accepted: dict[int, list[tuple[RunnerJob, CaseResult, Graded]]]) -> None:
     """The lines a result carries for its case's log (its outcome line, say), appended to it
-    as if reported by `report_case_log`, under the same fence (the job just settled)."""
+    as if reported by `report_case_log` — within the job's log bounds, under the same fence
+    (the job just settled, its row locked)."""
     now = timezone.now()
-    JobLogLine.objects.bulk_create(
-        JobLogLine(
-            job_id=job.pk,
-            run_id=job.run_id,
-            epoch=job.lease_epoch,
-            at=now,
-            line=line.replace("\x00", "\ufffd"),
-        )
-        for results in accepted.values()
-        for job, result in results
-        for line in result.log_tail
-    )
+    for results in accepted.values():
+        for job, result, _ in results:
+            queue.logs_append(job, result.log_tail, job.lease_epoch, now)
 
 
 def failure_report(
@@ -216,7 +196,17 @@ def failure_report(
         else:
             record_error(run, job, message, runner=runner)
             run_advance(run)
-    return Ack(accepted=True)
+        if settled.resumed:
+            resumed_event(run, job, runner)
+    return settled.ack()
+
+
+def resumed_event(run: Run, job: RunnerJob, runner: Runner) -> None:
+    event(
+        run,
+        f"Case {job.case_key}: runner {runner.label} took back its lapsed lease "
+        f"(attempt {job.attempts} of {job.max_attempts}) — resumed, not rerun.",
+    )
 
 
 def record_error(run: Run, job: RunnerJob, reason: str, *, runner: Runner | None) -> None:

@@ -20,6 +20,7 @@ from scorecards.services import (
     failure_report,
     result_submit,
     run_cancel,
+    scheduler_end_one_lapsed_lease,
     scheduler_expire_one_idle_run,
     scheduler_expire_one_lease,
     scheduler_settle_one_revoked,
@@ -181,6 +182,11 @@ def test_max_attempts_of_expired_leases_fails_the_job_as_an_error(
             lease_one(laptop)
         with time_machine.travel(now + timedelta(seconds=100 * attempt + 90), tick=False):
             assert scheduler_expire_one_lease()
+    # The last attempt's holder may still resume it, for the resume window; then it fails.
+    assert run.jobs.get(seq=0).status == JobStatus.QUEUED
+    later = now + timedelta(seconds=390 + settings.EVERDICT_RESUME_WINDOW_S)
+    with time_machine.travel(later, tick=False):
+        assert scheduler_end_one_lapsed_lease()
     job = run.jobs.get(seq=0)
     assert job.status == JobStatus.FAILED
     assert "lease expired after 3 attempts" in job.reason

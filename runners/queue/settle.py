@@ -1,0 +1,147 @@
+"""Settling fenced attempts with the results their runners report, and keeping the refused
+late ones as shadows on their attempt."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+from django.utils import timezone
+
+from runners import metrics
+from runners.models import AttemptStatus, JobAttempt, JobStatus, Runner, RunnerJob
+from runners.queue.fence import RESUMED, Settlement, holds, refusal, take_back
+from runners.queue.rows import current_attempt, end
+
+# Said in the ack of a refused late result that was kept.
+KEPT = "kept as a shadow result (not counted)"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A result a runner reports for one fenced attempt, as the queue records it.
+
+    `shadow` is what to keep on the attempt if the fence refuses it (opaque to the queue,
+    already bounded by the caller), with `shadow_note` saying how it was cut, if it was.
+    """
+
+    job_id: int
+    lease_epoch: int
+    succeeded: bool
+    result_digest: str
+    reason: str = ""
+    shadow: Any = None
+    shadow_note: str = ""
+
+
+def jobs_settle(*, runner: Runner, outcomes: Sequence[Outcome]) -> list[Settlement]:
+    """End fenced attempts with their reported results, one Settlement per outcome, in order.
+
+    Call inside the caller's transaction, with the jobs' runs already locked. The job rows
+    are locked in id order and written in a few statements whatever the number. The same
+    result sent again by the attempt that settled its job is a duplicate: accepted, and
+    nothing changes. A holder whose lease lapsed takes it back and settles it (`resumed`);
+    a refused result of the runner's own attempt is kept on that attempt as a shadow.
+    """
+    locked = RunnerJob.objects.select_for_update(of=("self",)).filter(
+        pk__in=[o.job_id for o in outcomes]
+    )
+    jobs = {job.pk: job for job in locked.order_by("pk")}
+    now = timezone.now()
+    settlements: list[Settlement] = []
+    ended: list[tuple[RunnerJob, Outcome]] = []
+    for outcome in outcomes:
+        job = jobs.get(outcome.job_id)
+        resumed = job is not None and not holds(job, runner, outcome.lease_epoch)
+        if job is None or not take_back(job, runner, outcome.lease_epoch, now):
+            settlements.append(_settle_refusal(job, runner, outcome, now))
+            continue
+        job.status = JobStatus.SUCCEEDED if outcome.succeeded else JobStatus.FAILED
+        job.reason = outcome.reason[:500]
+        ended.append((job, outcome))
+        settlements.append(
+            Settlement(
+                accepted=True,
+                reason=RESUMED if resumed else "",
+                job=job,
+                ended=True,
+                resumed=resumed,
+            )
+        )
+    if ended:
+        _record_settled(ended, now)
+    return settlements
+
+
+def _settle_refusal(
+    job: RunnerJob | None, runner: Runner, outcome: Outcome, now: datetime
+) -> Settlement:
+    if (
+        job is not None
+        and job.status in (JobStatus.SUCCEEDED, JobStatus.FAILED)
+        and job.leased_by_id == runner.pk
+        and job.lease_epoch == outcome.lease_epoch
+        and current_attempt(job).filter(result_digest=outcome.result_digest).exists()
+    ):
+        return Settlement(accepted=True, reason="duplicate", job=job, duplicate=True)
+    reason = refusal(job, runner, outcome.lease_epoch)
+    metrics.fenced("submit_job_result", reason)
+    if job is not None and _keep_shadow(job, runner, outcome, reason, now):
+        reason = f"{reason} — {KEPT}"
+    return Settlement(accepted=False, reason=reason)
+
+
+def _keep_shadow(
+    job: RunnerJob, runner: Runner, outcome: Outcome, reason: str, now: datetime
+) -> bool:
+    """Keep a refused result on the runner's own attempt of that epoch, unless that attempt
+    settled with a result of its own: what a member's machine computed is never lost."""
+    if outcome.shadow is None or job.owner_id != runner.owner_id:
+        return False
+    why = f"{reason}; {outcome.shadow_note}" if outcome.shadow_note else reason
+    kept = JobAttempt.objects.filter(
+        job_id=job.pk, epoch=outcome.lease_epoch, runner_id=runner.pk, result_digest=""
+    ).update(shadow_result=outcome.shadow, shadow_at=now, shadow_reason=why[:500])
+    if kept:
+        metrics.SHADOWS.inc()
+    return kept == 1
+
+
+def _record_settled(ended: list[tuple[RunnerJob, Outcome]], now: datetime) -> None:
+    by_state: dict[tuple[str, str], list[RunnerJob]] = {}
+    for job, _ in ended:
+        by_state.setdefault((job.status, job.reason), []).append(job)
+    for (status, reason), jobs in by_state.items():
+        end(jobs, status, reason, now)
+    _attempts_end(
+        [
+            (
+                job.current_attempt_id,
+                AttemptStatus.SUCCEEDED if outcome.succeeded else AttemptStatus.FAILED,
+                outcome.result_digest,
+                outcome.reason[:500],
+            )
+            for job, outcome in ended
+            if job.current_attempt_id
+        ],
+        now,
+    )
+
+
+def _attempts_end(rows: list[tuple[int, str, str, str]], now: datetime) -> None:
+    """End attempts, each with its own (status, result digest, reason): one statement."""
+    if not rows:
+        return
+    table = JobAttempt._meta.db_table
+    values = ", ".join(["(%s, %s, %s, %s)"] * len(rows))
+    sql = (
+        f"WITH ended(id, status, digest, reason) AS (VALUES {values})"
+        f" UPDATE {table} SET status = ended.status, ended_at = %s,"
+        f" result_digest = ended.digest, reason = ended.reason"
+        f" FROM ended WHERE {table}.id = ended.id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [value for row in rows for value in row] + [now])
