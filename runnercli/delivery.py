@@ -26,7 +26,7 @@ from runnercli.backoff import Backoff
 from runnercli.client import RevokedError, ServerUnavailable, ToolCallError
 from runnercli.exits import EXIT_REVOKED, REVOKED_MESSAGE, RunnerExit
 from runnercli.parts import JobRun, RunnerParts
-from runnercli.protocol import FAIL_MESSAGE_CHARS, Ack, ResultReport
+from runnercli.protocol import MAX_RELEASE_REASON_CHARS, Ack, ResultReport
 from runnercli.spool import Spooled, SpoolError
 from runnercli.status import shorten
 
@@ -87,7 +87,7 @@ class Delivery(RunnerParts):
                 lambda: self.client.release_job(
                     job_id=job_id,
                     lease_epoch=lease_epoch,
-                    reason=reason[:FAIL_MESSAGE_CHARS],
+                    reason=reason[:MAX_RELEASE_REASON_CHARS],
                     paused_until=paused_until,
                 ),
                 title=title,

@@ -34,6 +34,8 @@ MAX_CAPABILITY_CHARS = 40
 # (a reason to show on the job, not a log: the log goes through `report_case_log`).
 MAX_FAIL_MESSAGE_CHARS = MAX_STDERR_TAIL_BYTES
 FAIL_MESSAGE_CHARS = 4000
+# `release_job`'s reason (also the runner's pause reason, shown on the roster).
+MAX_RELEASE_REASON_CHARS = 200
 # The runner's description of itself in each result (its fingerprint).
 MAX_RUNNER_INFO_CHARS = 100
 MAX_RUNNERCLI_VERSION_CHARS = 50
