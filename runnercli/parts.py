@@ -45,6 +45,9 @@ class JobRun:
     log: CaseLog | None = None
     # A heartbeat took its lapsed lease back since the last wake-up round.
     resumed: bool = False
+    # One heartbeat of the job at a time: two crossing on a lapsed lease would race to take
+    # it back, and the loser would read as a lease lost.
+    beating: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
     def title(self) -> str:

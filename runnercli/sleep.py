@@ -168,6 +168,10 @@ class Wakefulness(RunnerParts):
 
     async def _beat(self, job_run: JobRun) -> Beat:
         """One heartbeat of the job; a job the server took back is stopped here."""
+        async with job_run.beating:
+            return await self._beat_once(job_run)
+
+    async def _beat_once(self, job_run: JobRun) -> Beat:
         epoch = job_run.epoch
         try:
             ack = await self.client.heartbeat_job(
