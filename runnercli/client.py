@@ -70,7 +70,7 @@ class ServerBusy(ServerUnavailable):
     deadlock): a tool error whose structured content says `retryable`. Retry later."""
 
     def __init__(self, failure: ToolFailure) -> None:
-        super().__init__(f"the server is in trouble ({failure.code}): {failure.message}")
+        super().__init__(f"server trouble ({failure.code}): {failure.message}")
         self.failure = failure
 
 

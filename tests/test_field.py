@@ -216,6 +216,7 @@ def test_the_database_unavailable_for_5s_while_a_case_finishes_loses_nothing(
     assert run["results"][0]["verdict"] == "pass"
     assert len(runs_of(count)) == 1, runner.output()[-3000:]
     assert [a.status for a in attempts(run_id)] == ["succeeded"]
+    assert "result not delivered yet" in runner.output()  # it met the outage, and waited
 
 
 # ---- a runner that sleeps past its lease
