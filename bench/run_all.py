@@ -29,6 +29,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "throughput": ([], ["--jobs", "300", "--raw-jobs", "1000"]),
     "wake_latency": ([], ["--jobs", "100", "--warmup", "5"]),
     "idle_runners": ([], ["--n", "500", "--window", "20", "--wake-jobs", "20"]),
+    "grading": ([], ["--results", "10", "--calls", "50"]),
 }
 POSTGRES_ONLY = {"throughput"}
 

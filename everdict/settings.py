@@ -172,7 +172,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "accounts.schema.ErrorDeclaringAutoSchema",
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["accounts.parsers.BoundedJSONParser"],
     "EXCEPTION_HANDLER": "accounts.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }

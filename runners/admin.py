@@ -31,6 +31,7 @@ class RunnerAdmin(admin.ModelAdmin):
         "workspace",
         "connected_at",
         "last_seen_at",
+        "paused_until",
         "revoked_at",
     ]
     list_filter = [("revoked_at", admin.EmptyFieldListFilter), "os"]
@@ -46,6 +47,8 @@ class RunnerAdmin(admin.ModelAdmin):
         "workspace",
         "connected_at",
         "last_seen_at",
+        "paused_until",
+        "pause_reason",
         "revoked_at",
     ]
     readonly_fields = [
@@ -62,9 +65,22 @@ class RunnerAdmin(admin.ModelAdmin):
         return False
 
 
+ATTEMPT_FIELDS: tuple[str, ...] = (
+    "epoch",
+    "runner",
+    "status",
+    "started_at",
+    "ended_at",
+    "reason",
+    "resumes",
+    "gap_ms",
+)
+ATTEMPT_COLUMNS = ["id", "job", "epoch", "runner", "status", "started_at", "ended_at", "reason"]
+
+
 class JobAttemptInline(_ReadOnlyInline):
     model = JobAttempt
-    fields = readonly_fields = ("epoch", "runner", "status", "started_at", "ended_at", "reason")
+    fields = readonly_fields = ATTEMPT_FIELDS
 
 
 # Registered by scorecards.admin, with the operator actions (requeue, fail) whose results
@@ -81,18 +97,31 @@ class RunnerJobAdmin(admin.ModelAdmin):
         "leased_by",
         "leased_until",
         "attempts",
+        "sweep_failures",
     ]
     list_filter = ["status", "owner", "runner"]
     search_fields = ["case_key"]
     list_select_related = ["run", "owner", "runner", "leased_by"]
     raw_id_fields = ["owner", "runner", "run", "batch", "leased_by", "current_attempt"]
-    readonly_fields = ["lease_epoch", "attempts", "created_at", "queued_at", "finished_at"]
+    readonly_fields = [
+        "lease_epoch",
+        "attempts",
+        "created_at",
+        "queued_at",
+        "finished_at",
+        "log_kept",
+        "log_bytes",
+        "log_dropped",
+        "sweep_failures",
+        "sweep_error",
+        "sweep_held_until",
+    ]
     inlines = [JobAttemptInline]
 
 
-@admin.register(JobAttempt)
+# Registered by scorecards.admin, with the late results (shadows) graded for display.
 class JobAttemptAdmin(admin.ModelAdmin):
-    list_display = ["id", "job", "epoch", "runner", "status", "started_at", "ended_at", "reason"]
+    list_display = [*ATTEMPT_COLUMNS, "resumes"]
     list_filter = ["status"]
     list_select_related = ["job", "runner"]
     raw_id_fields = ["job", "runner"]

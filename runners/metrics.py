@@ -99,6 +99,9 @@ def _allowed(request: HttpRequest) -> bool:
     if mode == "open":
         return True
     if mode == "loopback":
+        if "X-Forwarded-For" in request.headers or "Forwarded" in request.headers:
+            # Relayed by a proxy on this machine: the caller is whoever reached the proxy.
+            return False
         try:
             return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
         except ValueError:

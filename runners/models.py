@@ -84,6 +84,15 @@ class Runner(models.Model):
             and self.last_seen_at >= self.online_since()  # type: ignore[operator]
         )
 
+    @property
+    def is_paused(self) -> bool:
+        """Paused by a plan limit: it leases nothing until `paused_until`."""
+        return (
+            not self.is_revoked
+            and self.paused_until is not None
+            and self.paused_until > timezone.now()
+        )
+
     def has_capabilities(self, required: list[str]) -> bool:
         return set(required) <= set(self.capabilities or [])
 

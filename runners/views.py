@@ -66,6 +66,8 @@ def _render_account(request: HttpRequest, status: int = 200, **context: Any) -> 
         | {
             "severity": status_severity(item.status) if item.status else "",
             "last_seen": runner.last_seen_at,
+            "paused_until": runner.paused_until if runner.is_paused else None,
+            "pause_reason": runner.pause_reason,
         }
         for item, runner in zip(runner_items(owned), owned, strict=True)
     ]

@@ -244,14 +244,18 @@ listener = _PgListener()
 
 
 def owners_with_queued_jobs(owner_ids: list[int]) -> set[int]:
-    """Which of these owners have a queued job (through the claim's partial index)."""
+    """Which of these owners have a claimable queued job (through the claim's partial index):
+    a lapsed lease out of attempts is its holder's alone to resume, and wakes nobody."""
+    from django.db.models import F, Q
+
     from runners.models import JobStatus, RunnerJob
 
+    claimable = Q(attempts__lt=F("max_attempts")) | Q(leased_by__isnull=True)
     found: set[int] = set()
     for start in range(0, len(owner_ids), _RECHECK_CHUNK):
         chunk = owner_ids[start : start + _RECHECK_CHUNK]
         found.update(
-            RunnerJob.objects.filter(status=JobStatus.QUEUED, owner_id__in=chunk)
+            RunnerJob.objects.filter(claimable, status=JobStatus.QUEUED, owner_id__in=chunk)
             .values_list("owner_id", flat=True)
             .distinct()
         )

@@ -5,8 +5,14 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from runners.admin import RunnerJobAdmin
-from runners.models import RunnerJob
+from runners.admin import (
+    ATTEMPT_COLUMNS,
+    ATTEMPT_FIELDS,
+    JobAttemptAdmin,
+    JobAttemptInline,
+    RunnerJobAdmin,
+)
+from runners.models import JobAttempt, RunnerJob
 from scorecards.models import (
     Case,
     CaseResult,
@@ -17,6 +23,7 @@ from scorecards.models import (
     RunEvent,
     Workspace,
 )
+from scorecards.selectors import shadow_summary
 from scorecards.services import operator_job_fail, operator_job_requeue
 
 
@@ -133,8 +140,40 @@ def fail_jobs(modeladmin: Any, request: HttpRequest, queryset: Any) -> None:
     modeladmin.message_user(request, f"Failed {done} job(s); closed ones were left alone.")
 
 
+@admin.display(description="late result")
+def late_result(attempt: JobAttempt) -> str:
+    """A refused late result kept on the attempt, graded for display (never counted)."""
+    summary = shadow_summary(attempt)
+    if summary and attempt.shadow_reason:
+        summary = f"{summary} — {attempt.shadow_reason}"
+    return summary or "—"
+
+
+class LedgerInline(JobAttemptInline):
+    """The attempt ledger of a job, with each attempt's late result, if one was kept."""
+
+    fields = readonly_fields = (*ATTEMPT_FIELDS, "late_result")
+
+    @admin.display(description="late result")
+    def late_result(self, attempt: JobAttempt) -> str:
+        return late_result(attempt)
+
+
 @admin.register(RunnerJob)
 class OperatorJobAdmin(RunnerJobAdmin):
     """The queue's job admin, with the operator actions that record a result."""
 
     actions = [requeue_jobs, fail_jobs]
+    inlines = [LedgerInline]
+
+
+@admin.register(JobAttempt)
+class LedgerAdmin(JobAttemptAdmin):
+    """The attempt ledger, with the late results kept as shadows graded for display."""
+
+    list_display = [*ATTEMPT_COLUMNS, "resumes", "late_result"]
+    readonly_fields = ["late_result"]
+
+    @admin.display(description="late result")
+    def late_result(self, attempt: JobAttempt) -> str:
+        return late_result(attempt)

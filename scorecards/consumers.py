@@ -18,6 +18,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from accounts.errors import NotFound
+from accounts.fields import ascii_int
 from runners.queue import run_job_counts
 from scorecards.selectors import run_get, run_logs, run_reply
 
@@ -57,7 +58,7 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
             return
         query = parse_qs(self.scope.get("query_string", b"").decode())
         after = query.get("after", ["0"])[0]
-        self.after = int(after) if after.isdigit() else 0
+        self.after = ascii_int(after) or 0
         self.fingerprint: tuple[Any, ...] | None = None
         await self.accept()
         self.follower = asyncio.create_task(self.follow())

@@ -9,16 +9,14 @@ engine instead.
 from __future__ import annotations
 
 import functools
-import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import re2
 
-# Deeper JSON than this is refused rather than walked: graders, usage and storage all
-# recurse, and an output is a member's machine's to shape.
-MAX_JSON_DEPTH = 100
+from accounts.jsonbounds import MAX_JSON_DEPTH, loads_bounded
+
+__all__ = ["MAX_JSON_DEPTH", "PatternRefused", "compile_pattern", "parse_json"]
 # Expected values longer than this are not taken for patterns when a dataset is checked.
 _PATTERN_CHECK_CHARS = 4096
 
@@ -85,30 +83,7 @@ def backtracking_only(text: str) -> str | None:
     return refusal
 
 
-def json_depth_within(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether a parsed JSON value nests at most `limit` deep (walked without recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict | list):
-            if depth > limit:
-                return False
-            children: Iterator[Any] = iter(node.values() if isinstance(node, dict) else node)
-            stack.extend((child, depth + 1) for child in children)
-    return True
-
-
-class TooDeep(ValueError):
-    pass
-
-
 def parse_json(text: str) -> Any:
-    """Parse JSON text nested at most MAX_JSON_DEPTH deep: ValueError (TooDeep) otherwise,
-    never a RecursionError."""
-    try:
-        value = json.loads(text)
-    except RecursionError as exc:
-        raise TooDeep(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from exc
-    if not json_depth_within(value):
-        raise TooDeep(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
-    return value
+    """Parse JSON text nested at most MAX_JSON_DEPTH deep: ValueError otherwise, never a
+    RecursionError."""
+    return loads_bounded(text, MAX_JSON_DEPTH)

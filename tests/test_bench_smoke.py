@@ -73,3 +73,17 @@ def test_the_dispatch_benchmark_times_run_start_beside_a_raw_write(tmp_path: Pat
     assert row["value"].endswith(" s")
     assert "raw" in row["baseline"]
     assert row["met"] is True
+
+
+@pytest.mark.timeout(120)
+def test_the_grading_benchmark_grades_a_pathological_pattern_beside_backtracking(
+    tmp_path: Path,
+) -> None:
+    result = bench("grading", ["--results", "3", "--calls", "10"], tmp_path)
+    figures = [row["figure"] for row in result["rows"]]
+    assert figures == [
+        "regex ^(a+)+$ vs 34 a's + '!'",
+        "regex .*error.*timeout over 1 MiB",
+        "another member's API call p50 / p99 while graded",
+    ]
+    assert "backtracking re" in result["rows"][0]["baseline"]

@@ -3,7 +3,7 @@ late ones as shadows on their attempt."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -24,8 +24,8 @@ KEPT = "kept as a shadow result (not counted)"
 class Outcome:
     """A result a runner reports for one fenced attempt, as the queue records it.
 
-    `shadow` is what to keep on the attempt if the fence refuses it (opaque to the queue,
-    already bounded by the caller), with `shadow_note` saying how it was cut, if it was.
+    `shadow`, called only if the fence refuses the result, gives what to keep on the attempt
+    (opaque to the queue, bounded by the caller) and a note saying how it was cut, if it was.
     """
 
     job_id: int
@@ -33,8 +33,7 @@ class Outcome:
     succeeded: bool
     result_digest: str
     reason: str = ""
-    shadow: Any = None
-    shadow_note: str = ""
+    shadow: Callable[[], tuple[Any, str]] | None = None
 
 
 def jobs_settle(*, runner: Runner, outcomes: Sequence[Outcome]) -> list[Settlement]:
@@ -101,10 +100,14 @@ def _keep_shadow(
     settled with a result of its own: what a member's machine computed is never lost."""
     if outcome.shadow is None or job.owner_id != runner.owner_id:
         return False
-    why = f"{reason}; {outcome.shadow_note}" if outcome.shadow_note else reason
-    kept = JobAttempt.objects.filter(
+    attempt = JobAttempt.objects.filter(
         job_id=job.pk, epoch=outcome.lease_epoch, runner_id=runner.pk, result_digest=""
-    ).update(shadow_result=outcome.shadow, shadow_at=now, shadow_reason=why[:500])
+    )
+    if not attempt.exists():
+        return False
+    shadow, note = outcome.shadow()
+    why = f"{reason}; {note}" if note else reason
+    kept = attempt.update(shadow_result=shadow, shadow_at=now, shadow_reason=why[:500])
     if kept:
         metrics.SHADOWS.inc()
     return kept == 1

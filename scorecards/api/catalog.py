@@ -10,11 +10,12 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import BaseParser, JSONParser
+from rest_framework.parsers import BaseParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.parsers import BoundedJSONParser
 from accounts.replies import data
 from scorecards.replies import (
     DatasetItem,
@@ -95,7 +96,7 @@ class HarnessListView(APIView):
 
 
 class DatasetListView(APIView):
-    parser_classes = [JSONParser, JsonLinesParser, JsonlParser, PlainTextLinesParser]
+    parser_classes = [BoundedJSONParser, JsonLinesParser, JsonlParser, PlainTextLinesParser]
 
     @extend_schema(responses=DatasetItems)
     def get(self, request: Request, slug: str) -> Response:

@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.fields import IntegerField, ascii_int
 from accounts.replies import data
 from accounts.schema import service_errors
 from scorecards.replies import LogLines, RunReply
@@ -17,13 +18,13 @@ from scorecards.services import MAX_CONCURRENCY, run_cancel, run_start
 
 class RunCreateSerializer(serializers.Serializer):
     harness = serializers.CharField(max_length=100)
-    harness_version = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    harness_version = IntegerField(min_value=1, required=False, allow_null=True)
     dataset = serializers.CharField(max_length=100)
-    dataset_version = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    dataset_version = IntegerField(min_value=1, required=False, allow_null=True)
     runtime = serializers.CharField(
         max_length=50, help_text="`self:<runner_id>` (one of my runners) or `self:any`."
     )
-    concurrency = serializers.IntegerField(min_value=1, max_value=MAX_CONCURRENCY, default=1)
+    concurrency = IntegerField(min_value=1, max_value=MAX_CONCURRENCY, default=1)
 
 
 class RunCreateView(APIView):
@@ -48,10 +49,10 @@ class RunLogsView(APIView):
         responses=LogLines,
     )
     def get(self, request: Request, run_id: int) -> Response:
-        after = request.query_params.get("after", "0")
-        if not after.isdigit():
-            return Response({"after": ["Must be a non-negative integer."]}, status=400)
-        return Response(data(run_logs(user=request.user, run_id=run_id, after=int(after))))
+        after = ascii_int(request.query_params.get("after", "0"))
+        if after is None:
+            return Response({"after": ["Must be a non-negative integer (ASCII digits)."]}, 400)
+        return Response(data(run_logs(user=request.user, run_id=run_id, after=after)))
 
 
 class RunCancelView(APIView):

@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.fields import IntegerField
 from accounts.replies import data
 from accounts.schema import service_errors
 from scorecards.models import Role
@@ -27,7 +28,7 @@ class WorkspaceCreateSerializer(serializers.Serializer):
 
 class WorkspaceUpdateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False)
-    run_quota = serializers.IntegerField(
+    run_quota = IntegerField(
         min_value=0,
         max_value=_MAX_INT,
         allow_null=True,
@@ -37,7 +38,7 @@ class WorkspaceUpdateSerializer(serializers.Serializer):
     budget_usd = serializers.DecimalField(
         max_digits=12, decimal_places=4, min_value=0, allow_null=True, required=False
     )
-    budget_tokens = serializers.IntegerField(
+    budget_tokens = IntegerField(
         min_value=0, max_value=_MAX_BIGINT, allow_null=True, required=False
     )
 

@@ -26,6 +26,7 @@ from scorecards.selectors.compare import (
     run_compare,
     verdict_change,
 )
+from scorecards.selectors.ledger import shadow_grade, shadow_summary
 from scorecards.selectors.runs import (
     RUNTIME_ANY,
     RuntimeChoice,
@@ -38,6 +39,7 @@ from scorecards.selectors.runs import (
     runtime_choices,
     runtime_label,
 )
+from scorecards.selectors.waiting import run_waiting
 from scorecards.selectors.workspaces import membership_for, memberships_of, require_role
 
 __all__ = [
@@ -69,7 +71,10 @@ __all__ = [
     "run_logs",
     "run_reply",
     "run_summary",
+    "run_waiting",
     "runtime_choices",
     "runtime_label",
+    "shadow_grade",
+    "shadow_summary",
     "verdict_change",
 ]

@@ -16,8 +16,10 @@ from django.db.models import Max, QuerySet
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from accounts.errors import Invalid
+from accounts.jsonbounds import MAX_JSON_DEPTH, json_depth_within, loads_bounded
 from runnercli.protocol import HarnessSpec
 from scorecards.models import Case, DatasetVersion, HarnessVersion, Role, Workspace
+from scorecards.patterns import backtracking_only, pattern_refusal
 from scorecards.selectors import require_role
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -39,6 +41,8 @@ def _has_nul(value: Any) -> bool:
 
 def _check_storable(value: Any) -> None:
     """Refuse what Python's JSON accepts and PostgreSQL's jsonb does not."""
+    if not json_depth_within(value):
+        raise ValueError(f"must be nested at most {MAX_JSON_DEPTH} levels deep")
     try:
         json.dumps(value, allow_nan=False)
         has_nul = _has_nul(value)
@@ -138,6 +142,10 @@ def _validated_spec(spec: Any) -> HarnessSpec:
         raise Invalid({"spec": _messages(exc)}) from exc
     except ValueError as exc:
         raise Invalid({"spec": [str(exc)]}) from exc
+    if validated.retry_on is not None and validated.retry_on.stderr_regex:
+        refusal = pattern_refusal(validated.retry_on.stderr_regex)
+        if refusal is not None:
+            raise Invalid({"spec": [f"retry_on.stderr_regex: {refusal}"]})
     return validated
 
 
@@ -172,6 +180,7 @@ def _validated_cases(cases: Any) -> list[CaseIn]:
         parsed = _CASES.validate_python(cases)
     except ValidationError as exc:
         raise Invalid({"cases": _messages(exc, prefix="cases")}) from exc
+    _refuse_backtracking_patterns(parsed)
     duplicated = [key for key, seen in Counter(c.key for c in parsed).items() if seen > 1]
     if duplicated:
         shown = ", ".join(repr(k) for k in duplicated[:_MAX_MESSAGES])
@@ -182,6 +191,19 @@ def _validated_cases(cases: Any) -> list[CaseIn]:
         )
         raise Invalid({"cases": [f"Duplicate case keys: {shown}{more}."]})
     return parsed
+
+
+def _refuse_backtracking_patterns(cases: list[CaseIn]) -> None:
+    """Refuse an expected value that is a pattern only a backtracking engine runs: the regex
+    grader runs RE2 (linear time) and would judge every such case an error."""
+    problems = []
+    for index, case in enumerate(cases):
+        if isinstance(case.expected, str) and (refusal := backtracking_only(case.expected)):
+            problems.append(f"cases[{index}].expected (case {case.key!r}): {refusal}")
+            if len(problems) >= _MAX_MESSAGES:
+                break
+    if problems:
+        raise Invalid({"cases": problems})
 
 
 def dataset_create(
@@ -223,7 +245,7 @@ def dataset_parse_jsonl(text: str) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line, parse_constant=_refuse_constant)
+            value = loads_bounded(line, parse_constant=_refuse_constant)
         except (ValueError, RecursionError) as exc:
             reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
             problems.append(f"line {number}: not valid JSON ({reason})")

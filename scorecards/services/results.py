@@ -68,15 +68,13 @@ def result_submit(*, runner: Runner, job_id: int, lease_epoch: int, result: Case
 
 
 def _outcome(report: ResultReport) -> queue.Outcome:
-    shadow, note = shadow_of(report.result)
     return queue.Outcome(
         job_id=report.job_id,
         lease_epoch=report.lease_epoch,
         succeeded=report.result.status == "completed",
         result_digest=_result_digest(report.result),
         reason="" if report.result.status == "completed" else report.result.status,
-        shadow=shadow,
-        shadow_note=note,
+        shadow=lambda: shadow_of(report.result),
     )
 
 

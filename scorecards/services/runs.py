@@ -22,7 +22,8 @@ from scorecards.selectors import dataset_get, harness_get, membership_for, requi
 from scorecards.services.events import event
 from scorecards.services.results import run_complete
 
-RUNTIME_RE = re.compile(r"^self:(any|\d{1,18})$")
+# ASCII digits only: `\d` would take other scripts' digits, and `int()` would read them.
+RUNTIME_RE = re.compile(r"^self:(any|[0-9]{1,18})$")
 MAX_CONCURRENCY = 256
 MAX_REPEATS = 20
 OFFLINE_HINT = "start it with `python -m runnercli run`"

@@ -26,7 +26,7 @@ class RunForm(forms.Form):
 def _name_version(value: str) -> tuple[str, int | None]:
     """`name` is the latest version, `name@3` a pinned one."""
     name, at, version = value.rpartition("@")
-    if at and version.isdigit():
+    if at and version.isascii() and version.isdigit():
         return name, int(version)
     return value, None
 

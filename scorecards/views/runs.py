@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts.errors import Invalid, NotFound, PermissionDenied, ServiceError
+from accounts.fields import ascii_int
 from accounts.replies import data
 from scorecards import selectors
 from scorecards.services import run_cancel
@@ -32,6 +33,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "run": run,
             "reply": reply,
             "runtime": selectors.runtime_label(run),
+            "waiting": selectors.run_waiting(run),
             "logs": logs,
             "can_cancel": not run.is_terminal and membership.may_cancel(run),
             "comparable": selectors.comparable_runs(run=run),
@@ -63,7 +65,7 @@ def run_cancel_view(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 def _run_id(value: str | None) -> int | None:
-    return int(value) if value and value.isdigit() else None
+    return ascii_int(value) if value else None
 
 
 def _error_text(exc: ServiceError) -> str:
@@ -78,7 +80,11 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
     membership = selectors.membership_for(user=request.user, slug=slug)
     a, b = _run_id(request.GET.get("a")), _run_id(request.GET.get("b"))
     comparison, error, status = None, "", 200
-    if a is not None and b is not None:
+    given = [request.GET.get(name) for name in ("a", "b")]
+    if any(value and ascii_int(value) is None for value in given):
+        # Checked before any lookup: `int()` would read other scripts' digits.
+        error, status = "Run ids are numbers in ASCII digits.", 400
+    elif a is not None and b is not None:
         try:
             comparison = selectors.run_compare(user=request.user, workspace_slug=slug, a=a, b=b)
         except (Invalid, NotFound) as exc:

@@ -1,9 +1,18 @@
-"""The worker loop: lease expiry and requeue, revoked runners, idle queues, run completion.
+"""The worker loop: lease expiry (the job back in the queue, resumable by its holder), lapsed
+last attempts past the resume window, revoked runners, idle queues, run completion.
 
-Shaped like a healthchecks worker: a signal sets a flag; each pass drains every step
-while it reports work; sleeps happen in short slices; stale connections are closed
-between passes. Several schedulers may run at once against PostgreSQL: every step
-claims its row with SKIP LOCKED and re-checks it under the lock.
+Shaped like a healthchecks worker: a signal sets a flag; each pass runs every step until it
+reports nothing left (at most 500 items per step and pass, so no step starves the others);
+sleeps happen in short slices; stale connections are closed between passes.
+
+Each item is one transaction that locks the item's run first, then re-checks the item under
+the lock. Several schedulers may run at once against PostgreSQL: a run whose row another
+scheduler (or a settlement) holds is skipped with SKIP LOCKED, never waited for. An item
+whose handling raises is rolled back alone, logged, and set aside — on the job row:
+`sweep_failures` counted, `sweep_error` kept, `sweep_held_until` pushed back (30 s, doubling,
+at most an hour); `everdict_sweep_failures` counts it — and the step goes on with the next
+item in the same pass. A database error (unavailable, locked) ends the step's pass instead:
+it is the database's trouble, not the row's, and the next pass tries again.
 """
 
 from __future__ import annotations
@@ -34,6 +43,8 @@ def process_pass() -> int:
                 if not step():
                     break
             except Exception:
+                # Only the database's own trouble gets here (a row that raises is set aside
+                # by its step): try again next pass.
                 log.exception("scheduler step %s failed", step.__name__)
                 break
             handled += 1
@@ -41,7 +52,10 @@ def process_pass() -> int:
 
 
 class Command(BaseCommand):
-    help = "Run the scheduler loop (lease expiry, idle queues, revoked runners, completion)."
+    help = (
+        "Run the scheduler loop (lease expiry, lapsed leases, revoked runners, idle queues, "
+        "run completion)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--once", action="store_true", help="Run one pass and exit.")
