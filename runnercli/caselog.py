@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 
 from runnercli.client import RunnerClient, ServerUnavailable, ToolCallError
 from runnercli.executor import clip_utf8
@@ -27,8 +28,11 @@ class CaseLog:
         self.refused = False
         self._closing = False
         self._wake = asyncio.Event()
-        self._lock = asyncio.Lock()
+        # Held while a push is in flight: a heartbeat waits for it rather than cross it.
+        self.lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
+        # Told when a push took the job's lapsed lease back (the runner had slept).
+        self.on_resumed: Callable[[], None] | None = None
 
     def add(self, line: str) -> None:
         if self.refused:
@@ -54,7 +58,7 @@ class CaseLog:
 
     async def flush(self) -> None:
         """Send what is pending; lines stay pending while the server cannot take them."""
-        async with self._lock:
+        async with self.lock:
             while self.pending and not self.refused:
                 if self.dropped:
                     self.pending.insert(0, f"[{self.dropped} log lines dropped]")
@@ -75,6 +79,8 @@ class CaseLog:
                 if not ack.accepted:
                     self.refused = True
                     self.pending.clear()
+                elif ack.reason == "resumed" and self.on_resumed is not None:
+                    self.on_resumed()
 
     async def close(self, *, flush: bool = True) -> None:
         """Stop pushing; with `flush`, send what is left (after a push in flight lands)."""
@@ -94,7 +100,7 @@ class CaseLog:
         (`CaseResult.log_tail`): a short case's start and outcome lines need no call of
         their own. Lines beyond what a result carries are sent first, in order."""
         self._closing = True
-        async with self._lock:  # a push in flight lands first
+        async with self.lock:  # a push in flight lands first
             if self._task is not None:
                 self._task.cancel()
         if self._task is not None:

@@ -45,6 +45,7 @@ class JobHandling(Delivery, Wakefulness, Pausing):
         self.running[job.job_id] = job_run
         self._show()
         log = job_run.log = CaseLog(self.client, job.job_id, job_run.epoch)
+        log.on_resumed = lambda: self._resumed_elsewhere(job_run)
         heartbeat = asyncio.create_task(self._heartbeat(job_run))
         try:
             if not harness_allowed(job, self.options.allow):

@@ -17,6 +17,7 @@ was stopped) — or by a heartbeat that answers `resumed`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -168,8 +169,16 @@ class Wakefulness(RunnerParts):
 
     async def _beat(self, job_run: JobRun) -> Beat:
         """One heartbeat of the job; a job the server took back is stopped here."""
-        async with job_run.beating:
+        # Not crossing a log push of the same job either: after a sleep, whichever call comes
+        # first takes the lease back, and the push says so before this beat is read.
+        quiet = job_run.log.lock if job_run.log is not None else contextlib.nullcontext()
+        async with job_run.beating, quiet:
             return await self._beat_once(job_run)
+
+    def _resumed_elsewhere(self, job_run: JobRun) -> None:
+        """Another call of the job (a log push) took its lapsed lease back."""
+        job_run.resumed = True
+        self._woke(None)
 
     async def _beat_once(self, job_run: JobRun) -> Beat:
         epoch = job_run.epoch
