@@ -162,9 +162,10 @@ class Wakefulness(RunnerParts):
         while True:
             await asyncio.sleep(interval)
             beat = await self._beat(job_run)
-            if beat.kind == RESUMED:
+            if beat.kind in (RESUMED, TAKEN):
+                # A lease lapsed: the others this runner holds may have lapsed as well.
                 self._woke(None)
-            elif beat.kind not in (KEPT, UNCONFIRMED):
+            if beat.kind not in (RESUMED, KEPT, UNCONFIRMED):
                 return
 
     async def _beat(self, job_run: JobRun) -> Beat:

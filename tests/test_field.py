@@ -28,7 +28,7 @@ from accounts.services import api_key_create
 from runners.models import JobAttempt, RunnerJob
 from scorecards.services import dataset_create, harness_create
 from tests.live import Proc, daphne, free_port, runner_cli, scheduler
-from tests.runnercli.test_e2e import Api, LiveServer, wait_file, wait_output
+from tests.runnercli.test_e2e import Api, LiveServer, gone, wait_file, wait_output
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -260,6 +260,50 @@ def test_a_runner_stopped_past_its_lease_mid_case_resumes_the_case_it_kept(
     assert attempt.status == "succeeded"
     assert attempt.resumes >= 1 and attempt.gap_ms > 0
     assert "slept " in runner.output() and "1 case resumed" in runner.output()
+
+
+def test_a_runner_that_wakes_to_find_its_case_taken_by_another_stops_it(
+    workspace: Any, alice: Any, tmp_path: Path
+) -> None:
+    go = tmp_path / "go"
+    count = counting_harness(alice, tmp_path, "waits", str(go))
+    cases(alice, "one", ["only"])
+    with served(tmp_path, alice, idle_timeout_s=30) as (api, _):
+        api.pair(tmp_path, "laptop", "laptop")
+        desktop_id = api.pair(tmp_path, "desktop", "desktop")
+        laptop = start_runner(tmp_path, "laptop")
+        desktop: Proc | None = None
+        try:
+            run_id = api.start_run("waits", "one", "self:any")
+            wait_file(count)
+            (laptop_case,) = runs_of(count)
+            laptop.signal_group(signal.SIGSTOP)
+            os.killpg(laptop_case, signal.SIGSTOP)
+            asleep = time.monotonic()
+            desktop = start_runner(tmp_path, "desktop")
+            while len(runs_of(count)) < 2:  # the desktop took the lapsed job and started it
+                assert time.monotonic() < asleep + 30, desktop.output()
+                time.sleep(0.1)
+            time.sleep(max(0.0, asleep + 12 - time.monotonic()))
+            os.killpg(laptop_case, signal.SIGCONT)
+            laptop.signal_group(signal.SIGCONT)
+            wait_output(laptop, "1 taken by another runner")
+            deadline = time.monotonic() + 10
+            while not gone(laptop_case):  # its copy of the case was stopped
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            go.touch()
+            run = api.wait_run(run_id, timeout=60)
+        finally:
+            laptop.signal_group(signal.SIGCONT)
+            laptop.stop(signal.SIGTERM)
+            if desktop is not None:
+                desktop.stop(signal.SIGTERM)
+    assert run["status"] == "succeeded", run
+    assert run["results"][0]["provenance"]["runner"] == f"{desktop_id}/desktop"
+    assert "■ stopped: stale lease" in laptop.output()
+    statuses = [a.status for a in attempts(run_id)]
+    assert statuses[-1] == "succeeded" and statuses[0] in ("expired", "superseded"), statuses
 
 
 # ---- kill -9 right after a case finished
