@@ -150,6 +150,8 @@ def test_a_job_the_runner_cannot_read_is_failed_on_its_own_and_the_others_run(
     runner = run_until(tmp_path, later, lambda: bool(later.failed and later.results))
     assert list(later.results) == [1]
     assert later.results[1][1].output == "ok\n"
+    # The case's outcome line rode with its result, not in a log call of its own.
+    assert later.results[1][1].log_tail[-1].startswith("✓ completed exit 0 in ")
     ((job_id, message, retryable),) = later.failed
     assert (job_id, retryable) == (2, False)
     assert message.startswith("this runner cannot read the job: job.harness.spec.sandbox:")
