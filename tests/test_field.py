@@ -57,7 +57,8 @@ def served(
 
 
 # The harness every test uses: it appends its pid to a count file as it starts, then waits
-# (a number of seconds, or for a file to appear), then answers.
+# (a number of seconds, or for a file to appear — two minutes at most, so that a failed test
+# leaves no case behind), then answers.
 COUNTING = """
     import os, sys, time
     count, wait = sys.argv[1], sys.argv[2]
@@ -66,7 +67,10 @@ COUNTING = """
     if wait.replace(".", "").isdigit():
         time.sleep(float(wait))
     else:
+        given_up = time.monotonic() + 120
         while not os.path.exists(wait):
+            if time.monotonic() > given_up:
+                sys.exit("never told to finish")
             time.sleep(0.05)
     print("ok")
 """
