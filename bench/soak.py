@@ -2,18 +2,26 @@
 
 Two daphne replicas and two schedulers over one PostgreSQL (and one Redis), 20 runner CLI
 processes with `--max-concurrent` 1-4, a few thousand jobs in several `self:any` runs of
-concurrency 10-50, and a harness that is a small Python script sleeping a random 0-200 ms
-and printing its input. While the jobs run, chaos strikes at random: a runner is
-`kill -9`ed and started again with the same token; a runner is `SIGSTOP`ped past its lease
-TTL and resumed (its late calls must be refused by the fence); a replica and a scheduler
-are killed and restarted; a runner is revoked (`DELETE /api/runners/<id>`) so its jobs go
-to the others, and a newly paired one takes its place.
+concurrency 10-50, and a harness that is a small Python script that counts its own
+executions, sleeps as long as its case says (mostly 0-200 ms; a share of cases take
+seconds, as agent sessions take minutes) and prints its input. The idle timeout is short
+(20 s), so a queue waiting behind long cases or a sleeping runner would reach it if it
+counted queue age. While the jobs run, chaos strikes at random: a runner is `kill -9`ed
+and started again with the same token; a runner is `SIGSTOP`ped past its lease TTL and
+resumed (its late calls must be refused by the fence, unless it takes back a lease nobody
+took); a laptop sleeps — a runner and the cases it runs are stopped past the lease, then
+continued; a replica and a scheduler are killed and restarted; a runner is revoked
+(`DELETE /api/runners/<id>`) so its jobs go to the others, and a newly paired one takes
+its place.
 
-At the end the record is checked in SQL: every job terminal and succeeded; exactly one
-result and one `succeeded` attempt per succeeded job, the result coming from that attempt;
-never two executing attempts; every attempt cut off by the chaos ended `expired` or
-`superseded` with no result from it; exactly one result per case of every run. It prints
-the requeues (from the attempt ledger), the calls the fence refused (each replica's
+At the end the record is checked (`soak_record.py`): every job terminal and succeeded;
+exactly one result and one `succeeded` attempt per succeeded job, the result coming from
+that attempt; never two executing attempts; every attempt cut off by the chaos ended
+`expired` or `superseded` with no result from it, or was resumed by its own runner;
+exactly one result per case of every run; no job ended `no_runner`; no runner saw a result
+refused for a transient reason; and, from the harness's own count, every succeeded case ran
+and none ran more often than its job was leased. It prints the requeues (from the attempt
+ledger), the executions, the calls the fence refused (each replica's
 `everdict_fenced_calls_total`), jobs/s, and exits 1 on any violation.
 
     python bench/soak.py [--jobs 3000] [--runners 20] [--duration S] [--seed N]
@@ -31,15 +39,10 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import signal
 import sys
 import textwrap
 import threading
 import time
-from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,153 +50,43 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from soak_chaos import Chaos  # noqa: E402 (bench/ is on the path: run from there)
+from soak_record import (  # noqa: E402
+    execution_check,
+    record_check,
+    refusal_check,
+)
+from soak_report import Report, SoakConfig  # noqa: E402
+
 from tests.cluster import (  # noqa: E402 (the repository root is put on the path first)
     DEFAULT_REDIS,
     Cluster,
-    RunnerProcess,
     metric_sum,
     ok,
     redis_problem,
     scrape,
 )
 
-KINDS = ("kill_runner", "pause_runner", "restart_replica", "restart_scheduler", "revoke_runner")
-WEIGHTS = {
-    "kill_runner": 4,
-    "pause_runner": 2,
-    "restart_replica": 2,
-    "restart_scheduler": 2,
-    "revoke_runner": 1,
-}
 SLUG = "soak"
 HARNESS = "sleepy-echo"
-# A lease call that passed authentication just before a revocation may still claim a
-# moment later; a claim later than this after the revocation is a lease to a revoked runner.
-GRACE_S = 1.5
 # Twenty runners heartbeat every TTL/3: with a 3 s TTL on a 2-core machine the calls queue
 # up past the TTL, leases expire under their holders and the soak thrashes (see --lease-ttl).
 FULL_SOAK_TTL_S = 10
 TERMINAL_RUN = {"succeeded", "failed", "canceled"}
 FENCED_METRIC = "everdict_fenced_calls_total"
 
+# The harness counts its own executions (one line per start, appended atomically), sleeps as
+# long as its case says, and echoes the case's text.
 HARNESS_SOURCE = """\
-import random, sys, time
-time.sleep(random.uniform(float(sys.argv[2]), float(sys.argv[3])) / 1000)
-print(sys.argv[1])
+import os, sys, time
+text, ms, executions = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+fd = os.open(executions, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+os.write(fd, (text + "\\n").encode())
+os.close(fd)
+time.sleep(ms / 1000)
+print(text)
 """
-
-
-@dataclass
-class SoakConfig:
-    jobs: int = 3000
-    runners: int = 20
-    replicas: int = 2
-    schedulers: int = 2
-    seed: int = 1
-    # Chaos goes on while jobs remain, for at most this long after dispatch (None: no cap).
-    duration_s: float | None = None
-    max_concurrent: tuple[int, int] = (1, 4)
-    run_concurrency: tuple[int, int] = (10, 50)
-    jobs_per_run: int = 400
-    sleep_ms: tuple[int, int] = (0, 200)
-    lease_ttl_s: int = 3
-    # Chaos may cut one job short several times; it must not run out of attempts.
-    max_attempts: int = 20
-    wait_ms: int = 10_000
-    redis_url: str | None = f"{DEFAULT_REDIS}/7"
-    # A fixed sequence of chaos events (tests); None: every kind once, then at random.
-    plan: Sequence[str] | None = None
-    chaos_gap_s: tuple[float, float] = (1.0, 4.0)
-    timeout_s: float = 1800
-    verbose: bool = False
-
-    @property
-    def pause_s(self) -> float:
-        # Well past the TTL: the lease expires and is re-granted while the runner sleeps.
-        return 2.0 * self.lease_ttl_s
-
-
-@dataclass
-class ChaosEvent:
-    kind: str
-    at: float  # wall clock, seconds
-    target: str
-    runner_id: int | None = None
-    until: float | None = None  # a paused runner's resume
-    cut: int = 0  # attempts the event cut off (filled by the record check)
-    note: str = ""
-
-
-@dataclass
-class Report:
-    config: SoakConfig
-    run_ids: list[int] = field(default_factory=list)
-    events: list[ChaosEvent] = field(default_factory=list)
-    violations: list[str] = field(default_factory=list)
-    figures: dict[str, Any] = field(default_factory=dict)
-    started: float = 0.0
-    elapsed_s: float = 0.0
-    slots: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return not self.violations
-
-    def text(self) -> str:
-        c, f = self.config, self.figures
-        lines = [
-            f"chaos soak — PostgreSQL, {c.replicas} replicas, {c.schedulers} schedulers, "
-            f"{c.runners} runners ({self.slots} slots, --max-concurrent "
-            f"{c.max_concurrent[0]}-{c.max_concurrent[1]}), lease TTL {c.lease_ttl_s}s, "
-            f"seed {c.seed}",
-            f"jobs          {f.get('jobs', 0)} in {len(self.run_ids)} runs: "
-            f"{f.get('succeeded', 0)} succeeded, {f.get('failed', 0)} failed, "
-            f"{f.get('open', 0)} open",
-            f"throughput    {f.get('jobs_per_s', 0):.1f} jobs/s (first dispatch → last result "
-            f"{f.get('busy_s', 0):.1f}s); soak wall time {self.elapsed_s:.1f}s",
-            f"attempts      {f.get('attempts', 0)}: "
-            + ", ".join(f"{n} {s}" for s, n in sorted(f.get("attempts_by_status", {}).items())),
-            f"requeues      {f.get('requeues', 0)} (attempts beyond one per job)",
-            f"fenced calls  {f.get('fenced', 0):.0f} refused by the lease fence, "
-            f"{f.get('fenced_stale', 0):.0f} of them late calls of a superseded or expired "
-            f"lease (a killed replica's counters as of its last scrape)"
-            + _breakdown(f.get("fenced_by_call", {})),
-            f"lease→result  p50 {f.get('attempt_p50_s', 0):.2f}s, p99 "
-            f"{f.get('attempt_p99_s', 0):.2f}s per succeeded attempt",
-            f"chaos         {len(self.events)} events: "
-            + ", ".join(f"{k} x{n}" for k, n in Counter(e.kind for e in self.events).items()),
-        ]
-        for event in self.events:
-            offset = event.at - self.started
-            lines.append(f"  +{offset:6.1f}s {event.kind:<18} {event.target}{_note(event)}")
-        if self.violations:
-            lines.append(f"VIOLATIONS ({len(self.violations)}):")
-            lines.extend(f"  ✗ {v}" for v in self.violations)
-        else:
-            lines.append(
-                "record        OK: every job terminal and succeeded; one result and one "
-                "succeeded attempt per job, the result from that attempt; never two executing "
-                "attempts; every cut-off attempt expired/superseded with no result from it; "
-                "one result per case"
-            )
-        return "\n".join(lines)
-
-
-def _breakdown(counts: dict[str, float]) -> str:
-    return "".join(f"\n                {k}: {v:.0f}" for k, v in sorted(counts.items()))
-
-
-def _note(event: ChaosEvent) -> str:
-    parts = []
-    if event.runner_id is not None:
-        parts.append(f"{event.cut} attempt(s) cut off, all expired/superseded")
-    if event.note:
-        parts.append(event.note)
-    return (": " + "; ".join(parts)) if parts else ""
-
-
-def _stamp(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=UTC)
+EXECUTIONS_FILE = "executions.txt"
 
 
 # ------------------------------------------------------------------------ seeding
@@ -209,7 +102,7 @@ def seed_owner(username: str = "soak") -> tuple[Any, str]:
     return user, api_key_create(user=user, name="soak").key
 
 
-class Soak:
+class Soak(Chaos):
     """One soak: start the cluster, dispatch, strike, wait, check the record."""
 
     def __init__(self, config: SoakConfig, workdir: Path) -> None:
@@ -235,7 +128,9 @@ class Soak:
         _, self.key = seed_owner()
         env: dict[str, Any] = {
             "EVERDICT_LEASE_TTL_S": config.lease_ttl_s,
-            "EVERDICT_QUEUE_IDLE_TIMEOUT_S": 24 * 3600,
+            # Presence written every second, so that a short idle timeout is legal.
+            "EVERDICT_PRESENCE_WRITE_S": 1,
+            "EVERDICT_QUEUE_IDLE_TIMEOUT_S": config.idle_timeout_s,
             "EVERDICT_MAX_ATTEMPTS": config.max_attempts,
             "DEBUG": "0",
             "SECRET_KEY": "everdict-soak-secret-key-shared-by-every-replica",
@@ -256,7 +151,7 @@ class Soak:
                 self._watch()
             finally:
                 self._done.set()
-                chaos.join(config.pause_s + 60)
+                chaos.join(config.sleep_s + 60)
             time.sleep(1.0)  # late calls of a just-resumed runner reach the fence
             self._scrape_all()
         report.elapsed_s = time.monotonic() - began
@@ -277,7 +172,6 @@ class Soak:
         self._api("POST", "/api/workspaces", {"slug": SLUG, "name": "Soak"})
         script = self.workdir / "sleepy_echo.py"
         script.write_text(HARNESS_SOURCE)
-        low, high = config.sleep_ms
         spec = {
             # -S -I: the stdlib is all it needs, and a case should not pay for site-packages.
             "command": [
@@ -286,8 +180,8 @@ class Soak:
                 "-I",
                 str(script),
                 "{input.text}",
-                str(low),
-                str(high),
+                "{input.ms}",
+                str(self.workdir / EXECUTIONS_FILE),
             ],
             "timeout_s": 60,
             "capabilities": ["python"],
@@ -300,10 +194,18 @@ class Soak:
         self.sizes = [s for s in sizes if s]
         for i, size in enumerate(self.sizes):
             cases = [
-                {"key": f"c{j}", "input": {"text": f"r{i}-c{j}"}, "expected": f"r{i}-c{j}"}
+                {
+                    "key": f"c{j}",
+                    "input": {"text": f"r{i}-c{j}", "ms": self._case_ms()},
+                    "expected": f"r{i}-c{j}",
+                }
                 for j in range(size)
             ]
             self._api("POST", f"/api/workspaces/{SLUG}/datasets", {"name": f"d{i}", "cases": cases})
+
+    def _case_ms(self) -> int:
+        long = self.rng.random() < self.config.long_share
+        return self.rng.randint(*(self.config.long_ms if long else self.config.sleep_ms))
 
     def _pair(self, label: str) -> tuple[int, str]:
         paired = self._api("POST", "/api/runners", {"label": label, "capabilities": ["python"]})
@@ -408,136 +310,6 @@ class Soak:
         if text is not None:
             self.scrapes[(index, replica.incarnation)] = text
 
-    # ---- chaos
-
-    def _chaos(self) -> None:
-        from django.db import connection
-
-        config = self.config
-        plan = list(config.plan) if config.plan is not None else self.rng.sample(KINDS, len(KINDS))
-        started = time.monotonic()
-        try:
-            while not self._done.is_set():
-                if config.plan is not None and not plan:
-                    self._plan_done.set()
-                    return
-                if config.duration_s is not None and time.monotonic() - started > config.duration_s:
-                    return
-                if self._done.wait(self.rng.uniform(*config.chaos_gap_s)):
-                    return
-                kind = plan.pop(0) if plan else self._random_kind()
-                getattr(self, f"_{kind}")()
-        except Exception as exc:
-            self.report.violations.append(f"the chaos itself failed: {exc!r}")
-        finally:
-            self._plan_done.set()
-            connection.close()
-
-    def _random_kind(self) -> str:
-        kinds = list(WEIGHTS)
-        return self.rng.choices(kinds, weights=[WEIGHTS[k] for k in kinds])[0]
-
-    def _event(self, kind: str, target: str, **fields: Any) -> ChaosEvent:
-        event = ChaosEvent(kind=kind, at=time.time(), target=target, **fields)
-        self.report.events.append(event)
-        self._say(f"{kind} {target}")
-        return event
-
-    def _pick_runner(self) -> RunnerProcess:
-        """A running runner, one of those holding the most leases (the chaos cuts work short)."""
-        from django.db.models import Count
-
-        from runners.models import JobStatus, RunnerJob
-
-        assert self.cluster is not None
-        deadline = time.monotonic() + 10
-        while True:
-            live = [
-                r
-                for r in self.cluster.live_runners()
-                if not r.down and r.proc is not None and r.proc.popen.poll() is None
-            ]
-            held = dict(
-                RunnerJob.objects.filter(
-                    status=JobStatus.LEASED, leased_by_id__in=[r.runner_id for r in live]
-                )
-                .values_list("leased_by_id")
-                .annotate(n=Count("pk"))
-                .order_by()
-            )
-            most = max((held.get(r.runner_id, 0) for r in live), default=0)
-            if most or time.monotonic() > deadline or self._done.is_set():
-                return self.rng.choice([r for r in live if held.get(r.runner_id, 0) == most])
-            time.sleep(0.1)
-
-    def _kill_runner(self) -> None:
-        assert self.cluster is not None
-        runner = self._pick_runner()
-        self._event("kill_runner", f"runner {runner.runner_id}", runner_id=runner.runner_id)
-        self.cluster.kill_runner(runner)
-        time.sleep(self.rng.uniform(0.3, 1.5))
-        self.cluster.start_runner(runner)  # the same token: the same runner comes back
-
-    def _pause_runner(self) -> None:
-        runner = self._pick_runner()
-        assert runner.proc is not None
-        event = self._event(
-            "pause_runner", f"runner {runner.runner_id}", runner_id=runner.runner_id
-        )
-        runner.proc.signal_group(signal.SIGSTOP)
-        time.sleep(self.config.pause_s)
-        runner.proc.signal_group(signal.SIGCONT)
-        event.until = time.time()
-        event.note = f"stopped {event.until - event.at:.1f}s"
-
-    def _restart_replica(self) -> None:
-        assert self.cluster is not None
-        index = self.rng.randrange(len(self.cluster.replicas))
-        self._scrape(index)  # its counters die with it
-        event = self._event("restart_replica", f"replica {index}")
-        self.cluster.kill_replica(index)
-        time.sleep(self.rng.uniform(0.2, 1.0))
-        self.cluster.start_replica(index)
-        event.note = f"down {time.time() - event.at:.1f}s"
-
-    def _restart_scheduler(self) -> None:
-        assert self.cluster is not None
-        index = self.rng.randrange(len(self.cluster.schedulers))
-        self._event("restart_scheduler", f"scheduler {index}")
-        self.cluster.kill_scheduler(index)
-        time.sleep(self.rng.uniform(0.2, 1.0))
-        self.cluster.start_scheduler(index)
-
-    def _revoke_runner(self) -> None:
-        assert self.cluster is not None
-        runner = self._pick_runner()
-        runner.retired = True
-        event = self._event(
-            "revoke_runner", f"runner {runner.runner_id}", runner_id=runner.runner_id
-        )
-        self._api("DELETE", f"/api/runners/{runner.runner_id}")
-        assert runner.proc is not None
-        code = runner.proc.wait(self.config.wait_ms / 1000 + 15)
-        if code != 3:
-            self.report.violations.append(
-                f"revoked runner {runner.runner_id} did not exit with 3 (asking to pair "
-                f"again) but {code}: see {runner.proc.log}"
-            )
-            runner.proc.stop(signal.SIGKILL)
-        event.note = f"its process exited with {code}"
-        # A newly paired machine takes its place, on the same replica.
-        self._replacements += 1
-        label = f"{runner.label}-new{self._replacements}"
-        runner_id, token = self._pair(label)
-        self.cluster.add_runner(
-            runner_id=runner_id,
-            token=token,
-            label=label,
-            server=runner.server,
-            max_concurrent=runner.max_concurrent,
-            wait_ms=runner.wait_ms,
-        )
-
     # ---- the record
 
     def _check_record(self) -> None:
@@ -547,6 +319,12 @@ class Soak:
             lease_ttl_s=self.config.lease_ttl_s,
         )
         self.report.violations.extend(violations)
+        ran, ran_figures = execution_check(
+            executions=self.workdir / EXECUTIONS_FILE, run_ids=self.report.run_ids
+        )
+        refused, refused_figures = refusal_check(self._runner_logs())
+        self.report.violations.extend(ran + refused)
+        figures.update(ran_figures | refused_figures)
         fenced: dict[str, float] = {}
         for text in self.scrapes.values():
             for labels, value in metric_sum(text, FENCED_METRIC).items():
@@ -558,6 +336,16 @@ class Soak:
         figures["fenced_stale"] = sum(v for k, v in fenced.items() if k.endswith("(stale)"))
         self.report.figures.update(figures)
 
+    def _runner_logs(self) -> list[Path]:
+        assert self.cluster is not None
+        # Each start of a runner logs to a file of its own (`<label>-<incarnation>.log`).
+        logs = [
+            self.workdir / f"{runner.label}-{incarnation}.log"
+            for runner in self.cluster.runners
+            for incarnation in range(1, runner.incarnation + 1)
+        ]
+        return [log for log in logs if log.exists()]
+
 
 def _label_pairs(labels: str) -> list[tuple[str, str]]:
     pairs = []
@@ -565,207 +353,6 @@ def _label_pairs(labels: str) -> list[tuple[str, str]]:
         name, _, value = part.partition("=")
         pairs.append((name.strip(), value.strip().strip('"')))
     return pairs
-
-
-def _rows(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return list(cursor.fetchall())
-
-
-def record_check(
-    *, run_ids: list[int], events: list[ChaosEvent], lease_ttl_s: int
-) -> tuple[list[str], dict[str, Any]]:
-    """Check the soak's record in SQL; return the violations and the figures."""
-    from runners.models import JobAttempt, RunnerJob
-    from scorecards.models import Case, CaseResult, Run
-
-    job, attempt = RunnerJob._meta.db_table, JobAttempt._meta.db_table
-    result, case, run = CaseResult._meta.db_table, Case._meta.db_table, Run._meta.db_table
-    params: dict[str, Any] = {"runs": run_ids}
-    # Each query lists what breaks one rule; every one of them must come back empty.
-    rules = {
-        "job not terminal": f"""
-            SELECT j.id, j.status FROM {job} j
-            WHERE j.run_id = ANY(%(runs)s)
-              AND j.status NOT IN ('succeeded', 'failed', 'canceled')""",
-        "job lost (ended without success)": f"""
-            SELECT j.id, j.status, j.reason FROM {job} j
-            WHERE j.run_id = ANY(%(runs)s) AND j.status IN ('failed', 'canceled')""",
-        "run not succeeded": f"""
-            SELECT r.id, r.status FROM {run} r
-            WHERE r.id = ANY(%(runs)s) AND r.status <> 'succeeded'""",
-        "succeeded job without exactly one result": f"""
-            SELECT j.id, COUNT(res.id) FROM {job} j
-            JOIN {run} r ON r.id = j.run_id
-            JOIN {case} c ON c.dataset_id = r.dataset_id AND c.key = j.case_key
-            LEFT JOIN {result} res ON res.run_id = j.run_id AND res.case_id = c.id
-            WHERE j.run_id = ANY(%(runs)s) AND j.status = 'succeeded'
-            GROUP BY j.id HAVING COUNT(res.id) <> 1""",
-        "succeeded job without exactly one succeeded attempt": f"""
-            SELECT j.id, COUNT(a.id) FROM {job} j
-            LEFT JOIN {attempt} a ON a.job_id = j.id AND a.status = 'succeeded'
-            WHERE j.run_id = ANY(%(runs)s) AND j.status = 'succeeded'
-            GROUP BY j.id HAVING COUNT(a.id) <> 1""",
-        "job with two succeeded attempts": f"""
-            SELECT a.job_id, COUNT(*) FROM {attempt} a JOIN {job} j ON j.id = a.job_id
-            WHERE j.run_id = ANY(%(runs)s) AND a.status = 'succeeded'
-            GROUP BY a.job_id HAVING COUNT(*) > 1""",
-        "job with two executing attempts": f"""
-            SELECT a.job_id, COUNT(*) FROM {attempt} a JOIN {job} j ON j.id = a.job_id
-            WHERE j.run_id = ANY(%(runs)s) AND a.status = 'executing'
-            GROUP BY a.job_id HAVING COUNT(*) > 1""",
-        "finished job with an attempt still executing": f"""
-            SELECT a.job_id, a.id FROM {attempt} a JOIN {job} j ON j.id = a.job_id
-            WHERE j.run_id = ANY(%(runs)s) AND a.status = 'executing'
-              AND j.status IN ('succeeded', 'failed', 'canceled')""",
-        "job naming an attempt that is not its latest": f"""
-            SELECT j.id, j.lease_epoch, a.epoch FROM {job} j
-            JOIN {attempt} a ON a.id = j.current_attempt_id
-            WHERE j.run_id = ANY(%(runs)s)
-              AND (a.job_id <> j.id OR a.epoch <> j.lease_epoch
-                   OR a.epoch <> (SELECT MAX(x.epoch) FROM {attempt} x WHERE x.job_id = j.id))""",
-        "result not from the job's succeeded attempt": f"""
-            SELECT res.id, res.attempt_id, a.status FROM {result} res
-            JOIN {case} c ON c.id = res.case_id
-            JOIN {job} j ON j.run_id = res.run_id AND j.case_key = c.key
-            LEFT JOIN {attempt} a ON a.id = res.attempt_id
-            WHERE res.run_id = ANY(%(runs)s) AND j.status = 'succeeded'
-              AND (a.id IS NULL OR a.job_id <> j.id OR a.status <> 'succeeded'
-                   OR a.runner_id IS DISTINCT FROM res.runner_id)""",
-        "case without exactly one result": f"""
-            SELECT r.id, c.key, COUNT(res.id) FROM {run} r
-            JOIN {case} c ON c.dataset_id = r.dataset_id
-            LEFT JOIN {result} res ON res.run_id = r.id AND res.case_id = c.id
-            WHERE r.id = ANY(%(runs)s)
-            GROUP BY r.id, c.key HAVING COUNT(res.id) <> 1""",
-    }
-    violations = []
-    for rule, sql in rules.items():
-        found = _rows(sql, params)
-        if found:
-            violations.append(f"{rule}: {len(found)} — e.g. {found[:5]}")
-    violations.extend(_fence_violations(events, lease_ttl_s, attempt, result))
-    return violations, _figures(params, job, attempt)
-
-
-def _fence_violations(
-    events: list[ChaosEvent], lease_ttl_s: int, attempt: str, result: str
-) -> list[str]:
-    """The attempts a kill, pause or revoke cut off must end expired or superseded, and no
-    result may come from them: whatever the runner sent for them later was refused."""
-    violations = []
-    for event in events:
-        if event.runner_id is None:
-            continue
-        stopped = event.at
-        if event.kind == "pause_runner":
-            assert event.until is not None
-            # Leases granted while it slept that could not have expired before it woke may
-            # rightly be its own again: only those with a full TTL to spare are judged.
-            cut_before = event.until - lease_ttl_s - 1.0
-            # A call sent before the stop may still be settling while the runner sleeps
-            # (an overloaded server answers late); only what it sent after waking is late.
-            late_after = event.until
-        else:
-            cut_before = stopped
-            # A dead or revoked runner sends nothing more; a call already in flight is
-            # settled within a lease TTL or not at all.
-            late_after = stopped + lease_ttl_s
-        params = {
-            "runner": event.runner_id,
-            "cut_before": _stamp(cut_before),
-            "stopped": _stamp(stopped),
-            "late_after": _stamp(late_after),
-            "after": _stamp(stopped + GRACE_S),
-        }
-        # The attempts the runner held when it was struck, each with whether it ended late.
-        held = _rows(
-            f"""SELECT a.id, a.job_id, a.status,
-                       a.ended_at IS NULL OR a.ended_at > %(late_after)s
-                FROM {attempt} a
-                WHERE a.runner_id = %(runner)s AND a.started_at < %(cut_before)s
-                  AND (a.ended_at IS NULL OR a.ended_at > %(stopped)s)""",
-            params,
-        )
-        cut = [row for row in held if row[2] in ("expired", "superseded")]
-        event.cut = len(cut)
-        wrong = [row[:3] for row in held if row[3] and row[2] not in ("expired", "superseded")]
-        if wrong:
-            violations.append(
-                f"{event.kind} of runner {event.runner_id} at {_stamp(stopped):%H:%M:%S.%f}: "
-                f"attempts it held were settled by a late call instead of ending "
-                f"expired/superseded: {wrong[:5]}"
-            )
-        ids = [row[0] for row in cut]
-        if ids:
-            from_cut = _rows(
-                f"SELECT id, attempt_id FROM {result} WHERE attempt_id = ANY(%(ids)s)",
-                {"ids": ids},
-            )
-            if from_cut:
-                violations.append(
-                    f"{event.kind} of runner {event.runner_id}: results recorded from "
-                    f"cut-off attempts: {from_cut[:5]}"
-                )
-        if event.kind == "revoke_runner":
-            late = _rows(
-                f"""SELECT a.id, a.job_id, a.status FROM {attempt} a
-                    WHERE a.runner_id = %(runner)s AND a.started_at > %(after)s""",
-                params,
-            )
-            if late:
-                violations.append(
-                    f"revoked runner {event.runner_id} was leased jobs after its revocation: "
-                    f"{late[:5]}"
-                )
-    return violations
-
-
-def _figures(params: dict[str, Any], job: str, attempt: str) -> dict[str, Any]:
-    jobs = dict(
-        _rows(
-            f"SELECT status, COUNT(*) FROM {job} WHERE run_id = ANY(%(runs)s) GROUP BY status",
-            params,
-        )
-    )
-    attempts = dict(
-        _rows(
-            f"""SELECT a.status, COUNT(*) FROM {attempt} a JOIN {job} j ON j.id = a.job_id
-                WHERE j.run_id = ANY(%(runs)s) GROUP BY a.status""",
-            params,
-        )
-    )
-    first, last = _rows(
-        f"""SELECT MIN(created_at), MAX(finished_at) FROM {job}
-            WHERE run_id = ANY(%(runs)s)""",
-        params,
-    )[0]
-    p50, p99 = _rows(
-        f"""SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY d),
-                   percentile_cont(0.99) WITHIN GROUP (ORDER BY d)
-            FROM (SELECT EXTRACT(EPOCH FROM a.ended_at - a.started_at) AS d
-                  FROM {attempt} a JOIN {job} j ON j.id = a.job_id
-                  WHERE j.run_id = ANY(%(runs)s) AND a.status = 'succeeded') t""",
-        params,
-    )[0]
-    total = sum(jobs.values())
-    busy_s = (last - first).total_seconds() if first and last else 0.0
-    return {
-        "jobs": total,
-        "succeeded": jobs.get("succeeded", 0),
-        "failed": jobs.get("failed", 0) + jobs.get("canceled", 0),
-        "open": sum(n for s, n in jobs.items() if s not in ("succeeded", "failed", "canceled")),
-        "attempts": sum(attempts.values()),
-        "attempts_by_status": attempts,
-        "requeues": sum(attempts.values()) - total,
-        "busy_s": busy_s,
-        "jobs_per_s": total / busy_s if busy_s else 0.0,
-        "attempt_p50_s": float(p50 or 0.0),
-        "attempt_p99_s": float(p99 or 0.0),
-    }
 
 
 # --------------------------------------------------------------------------- script

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 
 from runnercli.client import RunnerClient, ServerUnavailable, ToolCallError
 from runnercli.executor import clip_utf8
-from runnercli.protocol import MAX_LOG_LINE_BYTES, MAX_LOG_LINES_PER_CALL
+from runnercli.protocol import MAX_LOG_LINE_BYTES, MAX_LOG_TAIL_LINES
 
 LOG_FLUSH_S = 0.5
 LOG_BATCH_LINES = 50
@@ -27,8 +28,11 @@ class CaseLog:
         self.refused = False
         self._closing = False
         self._wake = asyncio.Event()
-        self._lock = asyncio.Lock()
+        # Held while a push is in flight: a heartbeat waits for it rather than cross it.
+        self.lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
+        # Told when a push took the job's lapsed lease back (the runner had slept).
+        self.on_resumed: Callable[[], None] | None = None
 
     def add(self, line: str) -> None:
         if self.refused:
@@ -54,12 +58,12 @@ class CaseLog:
 
     async def flush(self) -> None:
         """Send what is pending; lines stay pending while the server cannot take them."""
-        async with self._lock:
+        async with self.lock:
             while self.pending and not self.refused:
                 if self.dropped:
                     self.pending.insert(0, f"[{self.dropped} log lines dropped]")
                     self.dropped = 0
-                batch = self.pending[:MAX_LOG_LINES_PER_CALL]
+                batch = self.pending[: max(1, self.client.limits.max_log_lines_per_call)]
                 try:
                     ack = await self.client.report_case_log(
                         job_id=self.job_id, lease_epoch=self.lease_epoch, lines=batch
@@ -75,6 +79,8 @@ class CaseLog:
                 if not ack.accepted:
                     self.refused = True
                     self.pending.clear()
+                elif ack.reason == "resumed" and self.on_resumed is not None:
+                    self.on_resumed()
 
     async def close(self, *, flush: bool = True) -> None:
         """Stop pushing; with `flush`, send what is left (after a push in flight lands)."""
@@ -88,3 +94,24 @@ class CaseLog:
                 await self._task
         if flush:
             await self.flush()
+
+    async def close_into_tail(self) -> list[str]:
+        """Stop pushing and return the lines not sent yet, to ride with the result
+        (`CaseResult.log_tail`): a short case's start and outcome lines need no call of
+        their own. Lines beyond what a result carries are sent first, in order."""
+        self._closing = True
+        async with self.lock:  # a push in flight lands first
+            if self._task is not None:
+                self._task.cancel()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self.refused:
+            return []
+        if self.dropped:
+            self.pending.insert(0, f"[{self.dropped} log lines dropped]")
+            self.dropped = 0
+        tail = self.pending[-MAX_LOG_TAIL_LINES:]
+        self.pending = self.pending[: len(self.pending) - len(tail)]
+        await self.flush()
+        return tail

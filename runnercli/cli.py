@@ -36,6 +36,7 @@ from runnercli.device import DevicePairingFailed, default_label, device_pair
 from runnercli.exits import EXIT_NOT_REPORTED, EXIT_REVOKED, EXIT_UPDATE_REQUIRED, UPGRADE_MESSAGE
 from runnercli.loop import RunnerLoop, RunOptions
 from runnercli.protocol import MAX_WAIT_MS, PROTOCOL_VERSION, Hello
+from runnercli.spool import spool_dir_for
 from runnercli.status import StatusLine
 from runnercli.submit import submit
 from runnercli.terminal import clean
@@ -323,6 +324,7 @@ def run(
         max_concurrent=max_concurrent,
         wait_ms=wait_ms,
         once=once,
+        spool_dir=spool_dir_for(path),
     )
     sys.exit(asyncio.run(_run(server, token, options)))
 

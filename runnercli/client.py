@@ -22,6 +22,7 @@ from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, Implementation
 from pydantic import BaseModel, ValidationError
 
 from runnercli.config import mcp_url, runnercli_version
+from runnercli.leases import LeaseBatch, parse_lease_reply
 from runnercli.protocol import (
     MAX_STATUS_CHARS,
     MAX_WAIT_MS,
@@ -32,8 +33,9 @@ from runnercli.protocol import (
     CaseResult,
     HeartbeatAck,
     Hello,
-    LeaseReply,
+    Limits,
     ResultReport,
+    ToolFailure,
 )
 
 # Seconds a reply may take beyond the time the server was asked to wait.
@@ -64,8 +66,17 @@ class ServerUnavailable(RunnerError):
     """The server could not be reached or failed (refused, reset, 5xx, timeout): retry later."""
 
 
+class ServerBusy(ServerUnavailable):
+    """The server refused the call for its own trouble (its database unavailable or locked, a
+    deadlock): a tool error whose structured content says `retryable`. Retry later."""
+
+    def __init__(self, failure: ToolFailure) -> None:
+        super().__init__(f"server trouble ({failure.code}): {failure.message}")
+        self.failure = failure
+
+
 class ToolCallError(RunnerError):
-    """The tool answered with an error: the call itself was refused."""
+    """The tool answered with an error: the call itself was refused, for good."""
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
@@ -141,6 +152,8 @@ class RunnerClient:
         self._lock = asyncio.Lock()
         self._unauthorized = False
         self._last_http_error: str | None = None
+        # What the server accepts per call, as its `hello` said (the protocol's until then).
+        self.limits = Limits()
 
     async def __aenter__(self) -> RunnerClient:
         return self
@@ -155,11 +168,17 @@ class RunnerClient:
 
     async def hello(self, *, capabilities: list[str], status: str = "") -> Hello:
         args = {"protocol": PROTOCOL_VERSION, "capabilities": capabilities, "status": _st(status)}
-        return await self._call("hello", args, Hello)
+        hello = await self._call("hello", args, Hello)
+        self.limits = hello.limits
+        return hello
 
     async def lease_job(
         self, *, wait_ms: int, capabilities: list[str], status: str, max_jobs: int | None = None
-    ) -> LeaseReply:
+    ) -> LeaseBatch:
+        """Lease jobs, within the server's limits whatever is asked; each grant is read on
+        its own, and those this runner cannot read come back in `unparsed`."""
+        limits = self.limits
+        wait_ms = max(0, min(wait_ms, limits.max_wait_ms))
         args: dict[str, object] = {
             "protocol": PROTOCOL_VERSION,
             "wait_ms": wait_ms,
@@ -167,8 +186,12 @@ class RunnerClient:
             "status": _st(status),
         }
         if max_jobs is not None:
-            args["max_jobs"] = max_jobs
-        return await self._call("lease_job", args, LeaseReply, wait_s=wait_ms / 1000)
+            args["max_jobs"] = max(1, min(max_jobs, limits.max_jobs_per_lease))
+        payload = await self._call_raw("lease_job", args, wait_s=wait_ms / 1000)
+        try:
+            return parse_lease_reply(payload)
+        except ValueError as exc:
+            raise ToolCallError(f"lease_job answered an unexpected shape: {exc}") from exc
 
     async def heartbeat_job(self, *, job_id: int, lease_epoch: int, status: str) -> HeartbeatAck:
         args = {"job_id": job_id, "lease_epoch": lease_epoch, "status": _st(status)}
@@ -188,6 +211,16 @@ class RunnerClient:
             )
         return reply.acks
 
+    async def release_job(
+        self, *, job_id: int, lease_epoch: int, reason: str, paused_until: str | None = None
+    ) -> Ack:
+        """Hand the job back without spending an attempt; `paused_until` (ISO-8601) pauses
+        this runner until then."""
+        args: dict[str, object] = {"job_id": job_id, "lease_epoch": lease_epoch, "reason": reason}
+        if paused_until is not None:
+            args["paused_until"] = paused_until
+        return await self._call("release_job", args, Ack)
+
     async def fail_job(
         self, *, job_id: int, lease_epoch: int, message: str, retryable: bool = False
     ) -> Ack:
@@ -206,6 +239,16 @@ class RunnerClient:
     async def _call(
         self, tool: str, args: dict[str, Any], model: type[ModelT], wait_s: float = 0.0
     ) -> ModelT:
+        payload = await self._call_raw(tool, args, wait_s)
+        try:
+            # Parsed as the runner receives it: what it must refuse (an environment key), it
+            # refuses itself, naming it, rather than failing to read the reply.
+            return model.model_validate(payload, context=RUNNER_CONTEXT)
+        except ValidationError as exc:
+            raise ToolCallError(f"{tool} answered an unexpected shape: {exc}") from exc
+
+    async def _call_raw(self, tool: str, args: dict[str, Any], wait_s: float = 0.0) -> Any:
+        """Call a tool; return its structured result, or raise by what to do next."""
         session = await self._connected()
         client = session.client
         if client is None:
@@ -224,14 +267,14 @@ class RunnerClient:
             session.dead = True
             raise self._classify(exc) from exc
         if result.is_error:
+            failure = _failure_of(result)
+            if failure is not None and failure.retryable:
+                raise ServerBusy(failure)
             raise ToolCallError(_text_of(result) or f"{tool} failed")
         payload = result.structured_content
         if payload is None:
             payload = _json_of(result)
-        try:
-            return model.model_validate(payload, context=RUNNER_CONTEXT)
-        except ValidationError as exc:
-            raise ToolCallError(f"{tool} answered an unexpected shape: {exc}") from exc
+        return payload
 
     async def _connected(self) -> _Session:
         async with self._lock:
@@ -288,6 +331,17 @@ def _st(status: str) -> str:
 def _text_of(result: Any) -> str:
     texts = [getattr(block, "text", "") for block in result.content]
     return "\n".join(text for text in texts if text)
+
+
+def _failure_of(result: Any) -> ToolFailure | None:
+    """The structured content of a tool error, when the server gave one."""
+    content = result.structured_content
+    if content is None:
+        return None
+    try:
+        return ToolFailure.model_validate(content)
+    except ValidationError:
+        return None
 
 
 def _json_of(result: Any) -> Any:

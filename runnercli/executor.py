@@ -23,6 +23,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from runnercli.casefile import (
+    CASE_ENV,
+    CASE_FILE_ENV,
+    ArgumentTooLong,
+    case_json,
+    case_variables,
+    check_argv,
+    write_case_file,
+)
 from runnercli.config import CONFIG_ENV, TOKEN_ENV, os_name, runnercli_version
 from runnercli.protocol import (
     MAX_LOG_LINE_BYTES,
@@ -40,7 +49,6 @@ from runnercli.protocol import (
     refused_env_keys,
 )
 
-CASE_ENV = "EVERDICT_CASE"
 USAGE_FIELDS = ("total_cost_usd", "input_tokens", "output_tokens")
 # Time a process group gets between SIGTERM and SIGKILL when its timeout passes.
 TERM_GRACE_S = 2.0
@@ -80,27 +88,32 @@ def _lookup(value: Any, path: list[str], placeholder: str) -> Any:
     return value
 
 
-def render_argv(command: list[str], case: CaseRef) -> list[str]:
-    """Substitute `{input.<path>}` and `{case.key}` in each argv element; one element stays one."""
+def render_argv(command: list[str], case: CaseRef, case_file: str = "") -> list[str]:
+    """Substitute `{input.<path>}`, `{case.key}` and `{case.file}` in each argv element; one
+    element stays one."""
 
     def substitute(match: Any) -> str:
         placeholder = match.group(1)
         if placeholder == "case.key":
             return case.key
+        if placeholder == "case.file":
+            return case_file
         value = _lookup(case.input, placeholder.split(".")[1:], placeholder)
         return value if isinstance(value, str) else json.dumps(value)
 
     return [PLACEHOLDER_RE.sub(substitute, element) for element in command]
 
 
-def case_env(job: CaseJob) -> dict[str, str]:
-    """The harness environment: ours, minus the runner's secrets, plus the spec's and the case."""
+def case_env(job: CaseJob, case_variables: dict[str, str]) -> dict[str, str]:
+    """The harness environment: ours, minus the runner's secrets (and any case variable it
+    inherited), plus the spec's and the case's."""
     if refused := refused_env_keys(job.harness.spec.env):
         # Consent refuses such a job before it gets here; this stays true for any caller.
         raise StartError(f"the harness may not set {', '.join(refused)}")
-    env = {k: v for k, v in os.environ.items() if k not in (TOKEN_ENV, CONFIG_ENV)}
+    ours = (TOKEN_ENV, CONFIG_ENV, CASE_ENV, CASE_FILE_ENV)
+    env = {k: v for k, v in os.environ.items() if k not in ours}
     env.update(job.harness.spec.env)
-    env[CASE_ENV] = json.dumps(job.case.model_dump())
+    env.update(case_variables)
     return env
 
 
@@ -288,10 +301,19 @@ async def run_case(
     A set `kill` event ends the process group at once and gives status `canceled`; so does
     cancelling the task that runs this, which then re-raises.
     """
-    argv = render_argv(job.harness.spec.command, job.case)
-    env = case_env(job)
-    workdir = tempfile.mkdtemp(prefix="everdict-case-")
+    # The case's temp dir holds the case file and, beside it, the harness's working
+    # directory, which starts empty.
+    casedir = tempfile.mkdtemp(prefix="everdict-")
     try:
+        workdir = tempfile.mkdtemp(prefix="everdict-case-", dir=casedir)
+        text = case_json(job.case)
+        case_file = write_case_file(casedir, text)
+        argv = render_argv(job.harness.spec.command, job.case, str(case_file))
+        try:
+            check_argv(argv)
+        except ArgumentTooLong as exc:
+            raise StartError(str(exc)) from exc
+        env = case_env(job, case_variables(text, case_file))
         started = time.monotonic()
         proc = await _start(argv, env, workdir)
         stdout, stderr = _Stdout(), _Stderr(on_stderr_line)
@@ -325,7 +347,7 @@ async def run_case(
             fingerprint=fingerprint(job),
         )
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(casedir, ignore_errors=True)
 
 
 async def _supervise(

@@ -1,97 +1,43 @@
 """One leased job: run its case with a heartbeat and a log, then report how it ended.
 
-`JobHandling` is the half of `RunnerLoop` that deals with a single job. The other half (in
-`runnercli.loop`) owns the session, the status line and the stop state; what this half
-relies on of it is declared below.
+`JobHandling` is the part of `RunnerLoop` that deals with a single job; heartbeats, result
+delivery and plan-limit pauses are parts of their own (`runnercli.sleep`,
+`runnercli.delivery`, `runnercli.ratelimit`). The loop (in `runnercli.loop`) owns the
+session, the status line and the stop state (`runnercli.parts` declares what is shared).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from runnercli.backoff import Backoff
 from runnercli.caselog import CaseLog
-from runnercli.client import RevokedError, RunnerClient, ServerUnavailable, ToolCallError
-from runnercli.consent import Consent, Decision, Outcome
+from runnercli.client import ToolCallError
+from runnercli.consent import Decision, Outcome
+from runnercli.delivery import Delivery
 from runnercli.executor import StartError, run_case
-from runnercli.exits import EXIT_REVOKED, REVOKED_MESSAGE, RunnerExit
-from runnercli.protocol import FAIL_MESSAGE_CHARS, Ack, CaseJob, CaseResult, Lease, ResultReport
-from runnercli.results import ResultSender
-from runnercli.status import StatusLine, shorten
-from runnercli.tools import ToolVersions, with_tools
-
-if TYPE_CHECKING:
-    from runnercli.loop import RunOptions
-
-# How long a result is retried while the server is unreachable before it is given up.
-DELIVERY_PATIENCE_S = 600.0
-
-
-@dataclass
-class JobRun:
-    job: CaseJob
-    lease: Lease
-    kill: asyncio.Event = field(default_factory=asyncio.Event)
-    # Set when the server took the job back (canceled, lease lost): nothing more is reported.
-    lost_reason: str | None = None
-    canceled: bool = False
-    # Set on the second signal: the case is killed and handed back for another attempt.
-    abandoned: bool = False
-
-    @property
-    def title(self) -> str:
-        job = self.job
-        return f"run {job.run_id} case {job.case.key}"
+from runnercli.parts import JobRun
+from runnercli.protocol import FAIL_MESSAGE_CHARS, CaseResult, ResultReport
+from runnercli.ratelimit import Pausing, rate_limited
+from runnercli.sleep import Wakefulness
+from runnercli.status import shorten
+from runnercli.tools import with_tools
 
 
 def _seconds(ms: int) -> str:
     return f"{ms / 1000:.1f}s"
 
 
-class JobHandling(ABC):
-    """Run one leased job and report it: the per-job half of `RunnerLoop`."""
-
-    # Set up by RunnerLoop.
-    client: RunnerClient
-    options: RunOptions
-    status: StatusLine
-    backoff: Backoff
-    results: ResultSender
-    running: dict[int, JobRun]
-    last_failure: str | None
-    consent: Consent
-    tools: ToolVersions
-    _stop: asyncio.Event
-    _abort: asyncio.Event
-
-    @abstractmethod
-    def status_text(self) -> str:
-        """Return the short status sent with each heartbeat."""
-
-    @abstractmethod
-    def _show(self) -> None:
-        """Show the current status on the status line."""
-
-    @abstractmethod
-    def _die(self, exc: RunnerExit) -> None:
-        """Stop the whole runner with `exc`."""
-
-    @abstractmethod
-    async def _pause(self, why: str, *, until: asyncio.Event | None = None) -> None:
-        """Wait a backoff delay, cut short by `until`, saying why."""
+class JobHandling(Delivery, Wakefulness, Pausing):
+    """Run one leased job and report it: the per-job part of `RunnerLoop`."""
 
     async def _handle(self, job_run: JobRun) -> bool:
         """Run one leased job and report it; return whether the server took the report."""
         job = job_run.job
         self.running[job.job_id] = job_run
         self._show()
-        log = CaseLog(self.client, job.job_id, job_run.lease.lease_epoch)
+        log = job_run.log = CaseLog(self.client, job.job_id, job_run.epoch)
+        log.on_resumed = lambda: self._resumed_elsewhere(job_run)
         heartbeat = asyncio.create_task(self._heartbeat(job_run))
         try:
             # The member decides what runs here; the lease heartbeats while they are asked.
@@ -109,8 +55,8 @@ class JobHandling(ABC):
                 )
             except StartError as exc:
                 return await self._report_start_error(job_run, log, str(exc))
-            # The case is over: no heartbeat may cross the result on its way.
-            heartbeat.cancel()
+            # The case is over; its lease is heartbeaten until the server answers its report.
+            job_run.finished = True
             return await self._report(job_run, log, with_tools(result, tools))
         finally:
             heartbeat.cancel()
@@ -125,7 +71,13 @@ class JobHandling(ABC):
             return await self._refuse(job_run, log, decision.message)
         if decision.outcome is Outcome.HAND_BACK or job_run.abandoned:
             self.status.result(f"{job_run.title}: ■ handed back")
-            return await self._fail(job_run, "the runner was stopped by its owner", retryable=True)
+            # Not the case's fault: back to the queue without spending an attempt.
+            return await self._release(
+                job_run.job.job_id,
+                job_run.epoch,
+                "the runner was stopped by its owner",
+                title=job_run.title,
+            )
         self.status.result(f"{job_run.title}: ■ stopped: {job_run.lost_reason or decision.message}")
         return job_run.canceled
 
@@ -145,24 +97,32 @@ class JobHandling(ABC):
         return await self._fail(job_run, message, retryable=False)
 
     async def _report(self, job_run: JobRun, log: CaseLog, result: CaseResult) -> bool:
-        if job_run.lost_reason is not None:
+        stopped = result.status == "canceled"
+        if job_run.lost_reason is not None and stopped:
             await log.close(flush=False)
             self.status.result(f"{job_run.title}: ■ stopped: {job_run.lost_reason}")
             # A canceled job needs no report; a lost lease means this result counts nowhere.
             return job_run.canceled
-        if job_run.abandoned:
+        if job_run.abandoned and stopped:
             await log.close(flush=False)
             self.status.result(f"{job_run.title}: ■ handed back")
-            return await self._fail(job_run, "the runner was stopped by its owner", retryable=True)
+            # Not the case's fault: back to the queue without spending an attempt.
+            return await self._release(
+                job_run.job.job_id,
+                job_run.epoch,
+                "the runner was stopped by its owner",
+                title=job_run.title,
+            )
+        if (limit := rate_limited(job_run.job.harness.spec.retry_on, result)) is not None:
+            return await self._release_rate_limited(job_run, limit)
         line = self._outcome_line(job_run, result)
         log.add(line)
-        await log.close()
         self.status.result(f"{job_run.title}: {line}")
-        report = ResultReport(
-            job_id=job_run.job.job_id, lease_epoch=job_run.lease.lease_epoch, result=result
-        )
+        # The lines not sent yet (the start and outcome of a short case) ride with the result.
+        result = result.model_copy(update={"log_tail": await log.close_into_tail()})
+        report = ResultReport(job_id=job_run.job.job_id, lease_epoch=job_run.epoch, result=result)
         try:
-            return await self._deliver(lambda: self.results.submit(report), title=job_run.title)
+            return await self._deliver_result(report, job_run.title, job_run)
         except ToolCallError as exc:
             # The server will not store this result (invalid, oversized): say why on the job
             # rather than leave it leased until its lease expires.
@@ -189,7 +149,7 @@ class JobHandling(ABC):
             return await self._deliver(
                 lambda: self.client.fail_job(
                     job_id=job_run.job.job_id,
-                    lease_epoch=job_run.lease.lease_epoch,
+                    lease_epoch=job_run.epoch,
                     message=message[:FAIL_MESSAGE_CHARS],
                     retryable=retryable,
                 ),
@@ -198,56 +158,3 @@ class JobHandling(ABC):
         except ToolCallError as exc:
             self.status.event(f"{job_run.title}: ✗ failure report refused: {exc}")
             return False
-
-    async def _deliver(
-        self,
-        call: Callable[[], Awaitable[Ack]],
-        *,
-        title: str = "job",
-        patience_s: float = DELIVERY_PATIENCE_S,
-    ) -> bool:
-        """Send a report until the server answers; return whether it accepted it.
-
-        A server that cannot be reached is retried (a restart should not lose a result) until
-        `patience_s` passes or the member aborts; a tool error is raised to the caller.
-        """
-        deadline = time.monotonic() + patience_s
-        while True:
-            try:
-                ack = await call()
-            except RevokedError as exc:
-                raise RunnerExit(EXIT_REVOKED, REVOKED_MESSAGE) from exc
-            except ServerUnavailable as exc:
-                if time.monotonic() > deadline or self._abort.is_set():
-                    self.status.event(f"{title}: ✗ could not report: {exc}")
-                    return False
-                await self._pause(f"cannot reach server: {exc}", until=self._abort)
-                continue
-            self.backoff.reset()
-            if not ack.accepted:
-                self.status.event(f"{title}: ✗ report refused: {ack.reason or 'no reason given'}")
-            self._show()
-            return ack.accepted
-
-    async def _heartbeat(self, job_run: JobRun) -> None:
-        interval = max(0.1, job_run.lease.heartbeat_ms / 1000)
-        job = job_run.job
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                ack = await self.client.heartbeat_job(
-                    job_id=job.job_id,
-                    lease_epoch=job_run.lease.lease_epoch,
-                    status=self.status_text(),
-                )
-            except RevokedError:
-                self._die(RunnerExit(EXIT_REVOKED, REVOKED_MESSAGE))
-                return
-            except (ServerUnavailable, ToolCallError):
-                continue  # the case keeps running; the lease outlives a few missed beats
-            if ack.cancel or not ack.accepted:
-                # The server took the job back: end the case now and report nothing more.
-                job_run.canceled = ack.cancel
-                job_run.lost_reason = ack.reason or ("canceled" if ack.cancel else "lease lost")
-                job_run.kill.set()
-                return

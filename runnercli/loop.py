@@ -8,7 +8,9 @@ The member stays in charge: nothing runs without their consent (`runnercli.conse
 signal drains, the second one requeues what is running and leaves.
 
 Here: the runner's lifecycle, its greeting and the leaser. One job's handling is in
-`runnercli.job`, its log in `runnercli.caselog`, the result sender in `runnercli.results`.
+`runnercli.job`, its log in `runnercli.caselog`, the result sender in `runnercli.results`,
+delivery and the spool in `runnercli.delivery`, heartbeats and waking from a sleep in
+`runnercli.sleep`, plan-limit pauses in `runnercli.ratelimit`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import asyncio
 import contextlib
 import signal
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from runnercli.backoff import Backoff
 from runnercli.client import RevokedError, RunnerClient, ServerUnavailable, ToolCallError
@@ -30,9 +33,19 @@ from runnercli.exits import (
     UPGRADE_MESSAGE,
     RunnerExit,
 )
-from runnercli.job import JobHandling, JobRun
-from runnercli.protocol import MAX_STATUS_CHARS, PROTOCOL_VERSION, CaseJob, Lease, LeaseGrant
+from runnercli.job import JobHandling
+from runnercli.leases import LeaseBatch, Unparsed
+from runnercli.parts import JobRun
+from runnercli.protocol import (
+    FAIL_MESSAGE_CHARS,
+    MAX_STATUS_CHARS,
+    PROTOCOL_VERSION,
+    CaseJob,
+    Lease,
+)
 from runnercli.results import ResultSender
+from runnercli.sleep import SleepWatch
+from runnercli.spool import Spool
 from runnercli.status import StatusLine, shorten
 from runnercli.tools import ToolVersions
 
@@ -45,6 +58,8 @@ class RunOptions:
     max_concurrent: int = 1
     wait_ms: int = 25_000
     once: bool = False
+    # Where finished cases' results wait for the server's answer (beside the config file).
+    spool_dir: Path | None = None
 
 
 class RunnerLoop(JobHandling):
@@ -57,6 +72,13 @@ class RunnerLoop(JobHandling):
         self.backoff = Backoff()
         self.results = ResultSender(client)
         self.running: dict[int, JobRun] = {}
+        self.spool = Spool(options.spool_dir, client.url) if options.spool_dir else None
+        self.paused_until: float | None = None
+        self.pause_reason = ""
+        self._awake = asyncio.Event()
+        self._awake.set()
+        self._wake_round_task: asyncio.Task[None] | None = None
+        self.sleep_watch = SleepWatch(self._woke)
         self.last_failure: str | None = None
         self.exit_code = EXIT_OK
         self.consent = Consent(options.consent, status, on_change=self._show)
@@ -77,8 +99,12 @@ class RunnerLoop(JobHandling):
             return (
                 f"draining, running {count} job{'s' if count != 1 else ''}" if count else "stopping"
             )
+        paused = self.pause_text()
         if count:
-            return f"running {count} job{'s' if count != 1 else ''}"
+            running = f"running {count} job{'s' if count != 1 else ''}"
+            return f"{running}; {paused}" if paused else running
+        if paused:
+            return paused
         if self.last_failure:
             return f"last job failed: {self.last_failure}"
         return "idle"
@@ -94,7 +120,10 @@ class RunnerLoop(JobHandling):
             await self._greet()
             if self._stop.is_set():
                 return self.exit_code
+            # What an earlier run finished but could not deliver goes first.
+            await self._resend_spooled()
             workers = [asyncio.create_task(self._leaser())]
+            watcher = asyncio.create_task(self.sleep_watch.run(), name="sleep-watch")
             fatal = asyncio.create_task(self._fatal_event.wait())
             await asyncio.wait([*workers, fatal], return_when=asyncio.FIRST_COMPLETED)
             # Either every worker finished, or one hit a fatal error and the rest must go.
@@ -103,6 +132,7 @@ class RunnerLoop(JobHandling):
                     worker.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
             fatal.cancel()
+            watcher.cancel()
         except RunnerExit as exc:
             self._fatal = exc
         finally:
@@ -206,12 +236,23 @@ class RunnerLoop(JobHandling):
                     await asyncio.wait(busy, return_when=asyncio.FIRST_COMPLETED)
                     busy = {task for task in busy if not task.done()}
                     continue
+                # After a sleep, what this runner holds is heartbeaten before it leases more;
+                # under a plan limit, it leases nothing until the wait is over.
+                await self._awake.wait()
+                await self._wait_while_paused()
+                if self._stop.is_set():
+                    break
                 try:
-                    grants = await self._lease(max_jobs=free)
+                    batch = await self._lease(max_jobs=free)
                 except RunnerExit as exc:
                     self._die(exc)
                     return
-                for grant in grants:
+                for unreadable in batch.unparsed:
+                    busy.add(asyncio.create_task(self._refuse_unparsed(unreadable)))
+                for grant in batch.grants():
+                    if (held := self.running.get(grant.job.job_id)) is not None:
+                        self._adopt(held, grant.lease)
+                        continue
                     if self._stop.is_set():
                         await self._hand_back(grant.job, grant.lease, "the runner is stopping")
                         continue
@@ -236,7 +277,7 @@ class RunnerLoop(JobHandling):
         except Exception as exc:  # one bad job must not stop the runner
             self.status.event(f"✗ internal error: {type(exc).__name__}: {exc}")
 
-    async def _lease(self, max_jobs: int) -> list[LeaseGrant]:
+    async def _lease(self, max_jobs: int) -> LeaseBatch:
         call = asyncio.create_task(
             self.client.lease_job(
                 wait_ms=self.options.wait_ms,
@@ -252,30 +293,45 @@ class RunnerLoop(JobHandling):
             call.cancel()
             with contextlib.suppress(BaseException):
                 await call
-            return []
+            return LeaseBatch()
         try:
             reply = call.result()
         except RevokedError as exc:
             raise RunnerExit(EXIT_REVOKED, REVOKED_MESSAGE) from exc
         except ServerUnavailable as exc:
             await self._pause(f"cannot reach server: {exc}")
-            return []
+            return LeaseBatch()
         except ToolCallError as exc:
             await self._pause(f"lease refused: {shorten(str(exc))}")
-            return []
+            return LeaseBatch()
         self.backoff.reset()
         if reply.update_required:
             raise RunnerExit(
                 EXIT_UPDATE_REQUIRED, UPGRADE_MESSAGE.format(protocol=PROTOCOL_VERSION)
             )
         self._show()
-        return reply.grants()
+        return reply
 
     async def _hand_back(self, job: CaseJob, lease: Lease, why: str) -> None:
+        await self._release(
+            job.job_id, lease.lease_epoch, why, title=f"job {job.job_id}", patience_s=10.0
+        )
+
+    async def _refuse_unparsed(self, unreadable: Unparsed) -> None:
+        """Fail a granted job this runner cannot read, on its own, saying why."""
+        message = f"this runner cannot read the job: {unreadable.reason}"
+        title = f"job {unreadable.job_id}"
+        self.status.event(f"{title}: ✗ {message}")
+        if unreadable.job_id is None or unreadable.lease_epoch is None:
+            return  # no fence to answer with: its lease lapses on its own
+        job_id, epoch = unreadable.job_id, unreadable.lease_epoch
         with contextlib.suppress(ToolCallError):
             await self._deliver(
                 lambda: self.client.fail_job(
-                    job_id=job.job_id, lease_epoch=lease.lease_epoch, message=why, retryable=True
+                    job_id=job_id,
+                    lease_epoch=epoch,
+                    message=message[:FAIL_MESSAGE_CHARS],
+                    retryable=False,
                 ),
-                patience_s=10.0,
+                title=title,
             )

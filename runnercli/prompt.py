@@ -21,7 +21,7 @@ from collections.abc import Awaitable
 from pathlib import PurePath
 from typing import Literal, TextIO, TypeVar
 
-from runnercli.executor import CASE_ENV, StartError, render_argv
+from runnercli.executor import CASE_ENV, CASE_FILE_ENV, StartError, render_argv
 from runnercli.protocol import CaseJob
 from runnercli.status import StatusLine
 from runnercli.terminal import clean, quote_arg, quote_argv
@@ -110,7 +110,8 @@ def describe(job: CaseJob) -> list[str]:
     lines += [
         f"  timeout:     {job.timeout_s} s",
         f"  needs:       {clean(', '.join(spec.capabilities)) or 'nothing'}",
-        f"  runs in:     a fresh temporary directory, as you; the case JSON in ${CASE_ENV}",
+        f"  runs in:     a fresh temporary directory, as you; the case JSON in "
+        f"${CASE_FILE_ENV} (and ${CASE_ENV} up to 64 KiB)",
     ]
     return lines
 
@@ -124,7 +125,7 @@ def one_line(job: CaseJob) -> str:
         f"({how_it_runs(spec.command)}) in a fresh temp dir; workspace {job.workspace}, "
         f"written by {harness.author or '(unknown)'}; env: {env or 'nothing added'}; "
         f"timeout {job.timeout_s}s; needs {', '.join(spec.capabilities) or 'nothing'}; "
-        f"case JSON in ${CASE_ENV}"
+        f"case JSON in ${CASE_FILE_ENV}"
     )
 
 

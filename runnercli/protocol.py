@@ -41,6 +41,8 @@ MAX_CAPABILITY_CHARS = 40
 # (a reason to show on the job, not a log: the log goes through `report_case_log`).
 MAX_FAIL_MESSAGE_CHARS = MAX_STDERR_TAIL_BYTES
 FAIL_MESSAGE_CHARS = 4000
+# `release_job`'s reason (also the runner's pause reason, shown on the roster).
+MAX_RELEASE_REASON_CHARS = 200
 # The runner's description of itself in each result (its fingerprint).
 MAX_RUNNER_INFO_CHARS = 100
 MAX_RUNNERCLI_VERSION_CHARS = 50
@@ -92,7 +94,8 @@ REFUSED_ENV_NAMES = frozenset(
 REFUSED_ENV_PREFIXES = ("LD_", "DYLD_", "GIT_CONFIG")
 
 CAPABILITY_RE = re.compile(rf"^[a-z0-9][a-z0-9._-]{{0,{MAX_CAPABILITY_CHARS - 1}}}$")
-PLACEHOLDER_RE = re.compile(r"\{(input\.[A-Za-z0-9_.-]+|case\.key)\}")
+# `{case.file}`: the path of the case JSON (always written, whatever its size).
+PLACEHOLDER_RE = re.compile(r"\{(input\.[A-Za-z0-9_.-]+|case\.key|case\.file)\}")
 
 Capability = Annotated[str, Field(pattern=CAPABILITY_RE.pattern)]
 

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 
 from runnercli.client import RunnerClient, ToolCallError
-from runnercli.protocol import MAX_RESULTS_BYTES_PER_CALL, MAX_RESULTS_PER_CALL, Ack, ResultReport
+from runnercli.protocol import Ack, ResultReport
 
 # A result ready to send, and the future its case awaits the ack on.
 _Waiting = tuple[ResultReport, asyncio.Future[Ack]]
@@ -63,13 +63,15 @@ class ResultSender:
             self._sending = []
 
     def _take(self) -> list[_Waiting]:
-        """The oldest queued results that fit in one call and are still awaited."""
+        """The oldest queued results that fit in one call (the server's limits) and are still
+        awaited."""
+        limits = self.client.limits
         batch: list[_Waiting] = []
         size = 0
-        while self._queue and len(batch) < MAX_RESULTS_PER_CALL:
+        while self._queue and len(batch) < limits.max_results_per_call:
             report, future = self._queue[0]
             weight = _weight(report)
-            if batch and size + weight > MAX_RESULTS_BYTES_PER_CALL:
+            if batch and size + weight > limits.max_bytes_per_call:
                 break
             del self._queue[0]
             if not future.done():  # its case stopped waiting

@@ -86,6 +86,11 @@ def job_heartbeat(
         return HeartbeatAck(accepted=True)
     with transaction.atomic():
         job = locked_job(job_id)
+        if job is not None and holds(job, runner, lease_epoch):
+            # Another call of this holder (its log, its result) took the lapsed lease back
+            # between the update above and this lock: the lease is its own again.
+            RunnerJob.objects.filter(pk=job.pk).update(leased_until=now + lease_ttl())
+            return HeartbeatAck(accepted=True)
         if job is not None and resumable(job, runner.pk, lease_epoch, now):
             resume_lease(job, now)
             return HeartbeatAck(accepted=True, resumed=True, reason=RESUMED)

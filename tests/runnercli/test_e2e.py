@@ -480,8 +480,13 @@ def test_a_second_signal_hands_the_running_case_back_for_another_attempt(
         runner.stop(signal.SIGKILL)
     assert all(gone(pid) for pid in pids)
     attempt = JobAttempt.objects.get(job__run_id=run_id)
-    assert (attempt.status, attempt.reason) == ("failed", "the runner was stopped by its owner")
+    # Handed back without spending an attempt (`release_job`).
+    assert (attempt.status, attempt.reason) == (
+        "superseded",
+        "released by its runner: the runner was stopped by its owner",
+    )
     assert attempt.job.status == "queued"  # requeued at once, not after the lease TTL
+    assert attempt.job.attempts == 0
 
     assert f"run {run_id} case n: ■ handed back" in runner.output()
 

@@ -302,3 +302,55 @@ def test_leftover_processes_are_ended_when_the_harness_exits(
     assert result.status == "completed"
     assert result.output == "done\n"
     assert wait_gone(read_pids(pids_file), timeout=2)
+
+
+# ---- the case file
+
+
+def test_a_300_kb_case_reaches_the_harness_through_the_case_file_only(script: Script) -> None:
+    argv = script(
+        """
+        import json, os, stat, sys
+        path = os.environ["EVERDICT_CASE_FILE"]
+        case = json.load(open(sys.argv[1]))
+        print(json.dumps({
+            "same_file": path == sys.argv[1],
+            "mode": oct(stat.S_IMODE(os.stat(path).st_mode)),
+            "size": len(case["input"]["blob"]),
+            "key": case["key"],
+            "in_env": "EVERDICT_CASE" in os.environ,
+        }))
+        """
+    )
+    job = make_job([*argv, "{case.file}"], key="big", input={"blob": "x" * 300_000})
+    result, _ = run(job)
+    assert result.status == "completed", result.stderr_tail
+    seen = json.loads(result.output)
+    assert seen == {
+        "same_file": True,
+        "mode": "0o600",
+        "size": 300_000,
+        "key": "big",
+        "in_env": False,  # over 64 KiB: the file only
+    }
+
+
+def test_a_small_case_is_both_in_the_file_and_on_the_environment(script: Script) -> None:
+    argv = script(
+        """
+        import json, os
+        on_disk = json.load(open(os.environ["EVERDICT_CASE_FILE"]))
+        print(json.dumps(on_disk == json.loads(os.environ["EVERDICT_CASE"])))
+        """
+    )
+    result, _ = run(make_job(argv, input={"prompt": "hi"}))
+    assert result.output.strip() == "true", result.stderr_tail
+
+
+def test_an_argv_element_over_128_kib_is_refused_pointing_at_the_case_file(
+    script: Script,
+) -> None:
+    argv = script("print('never')")
+    job = make_job([*argv, "{input.blob}"], input={"blob": "y" * 140_000})
+    with pytest.raises(StartError, match=r"argv element 2 is 140000 bytes.*\{case\.file\}"):
+        run(job)
