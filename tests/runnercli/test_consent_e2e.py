@@ -326,5 +326,9 @@ def test_stopping_the_runner_while_it_asks_hands_the_case_back(
     child.close()
     assert child.exitstatus == 0
     attempt = JobAttempt.objects.get(job__run_id=run_id)
-    assert (attempt.status, attempt.reason) == ("failed", "the runner was stopped by its owner")
+    # A member's stop is a release: back to the queue, no attempt spent.
+    assert (attempt.status, attempt.reason) == (
+        "superseded",
+        "released by its runner: the runner was stopped by its owner",
+    )
     assert attempt.job.status == "queued"  # another session may still ask, or run it
