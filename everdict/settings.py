@@ -139,7 +139,13 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             "min_size": min(2, _POOL_MAX),
             "max_size": _POOL_MAX,
-            "timeout": 10,
+            # How long a request waits for a connection before it is refused as the
+            # server's passing trouble (a runner's call is then retried).
+            "timeout": env.float("EVERDICT_DB_POOL_TIMEOUT_S", default=10.0),
+            # The pool retries a failed connection with a doubling delay; ending each round
+            # of retries after 5 s lets the next request start afresh, so the pool is back
+            # within seconds of the database, not after a delay grown during the outage.
+            "reconnect_timeout": 5,
         }
     else:
         DATABASES["default"]["CONN_MAX_AGE"] = _int("DB_CONN_MAX_AGE", 60)
