@@ -11,6 +11,16 @@ FAST_HASHERS = [
 ]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # The servers and schedulers the tests start pool their connections as in production.
+    # This process does not: its many threads (async tests, consumers, live-server helpers)
+    # each keep a connection of their own, so a pool would be held empty by them and, once
+    # the database outage test has ended every connection, refuse this process any.
+    from django.conf import settings
+
+    settings.DATABASES["default"].get("OPTIONS", {}).pop("pool", None)
+
+
 @pytest.fixture(autouse=True)
 def _fast_password_hashing(settings: Any) -> None:
     # Fixture users are created per test; the production hasher is slow by design.
