@@ -249,12 +249,28 @@ def signal_group(proc: asyncio.subprocess.Process, sig: int) -> None:
         os.killpg(proc.pid, sig)
 
 
+class _CaseProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """The streams of `create_subprocess_exec`, and an event set the moment the leader exits
+    (the loop's child watcher tells the transport), whether or not its pipes are closed."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited = asyncio.Event()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        self.exited.set()
+
+
 async def _exited(proc: asyncio.subprocess.Process) -> int:
     """Wait for the leader to exit.
 
     Not `proc.wait()`: on Python 3.11 it also waits for the pipes to close, which a
     grandchild holding stderr can put off for as long as it lives.
     """
+    protocol = getattr(proc, "_protocol", None)
+    if isinstance(protocol, _CaseProtocol):
+        await protocol.exited.wait()
     while proc.returncode is None:
         await asyncio.sleep(EXIT_POLL_S)
     return proc.returncode
@@ -270,8 +286,11 @@ async def _end_group(proc: asyncio.subprocess.Process, grace_s: float) -> None:
 
 
 async def _start(argv: list[str], env: dict[str, str], workdir: str) -> asyncio.subprocess.Process:
+    """`asyncio.create_subprocess_exec`, with a protocol that says when the leader exits."""
+    loop = asyncio.get_running_loop()
     try:
-        return await asyncio.create_subprocess_exec(
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _CaseProtocol(limit=READ_CHUNK, loop=loop),
             *argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -280,6 +299,7 @@ async def _start(argv: list[str], env: dict[str, str], workdir: str) -> asyncio.
             env=env,
             **_group_options(),
         )
+        return asyncio.subprocess.Process(transport, protocol, loop)
     except FileNotFoundError as exc:
         raise StartError(f"program not found: {argv[0]}") from exc
     except PermissionError as exc:

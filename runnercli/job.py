@@ -55,10 +55,13 @@ class JobHandling(Delivery, Wakefulness, Pausing):
                 )
             except StartError as exc:
                 return await self._report_start_error(job_run, log, str(exc))
-            # The case is over; its lease is heartbeaten until the server answers its report.
+            # The case is over; its lease is heartbeaten until the server answers its report,
+            # and its slot takes the next case meanwhile.
             job_run.finished = True
+            self._free_slot(job_run)
             return await self._report(job_run, log, with_tools(result, tools))
         finally:
+            self._free_slot(job_run)
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat

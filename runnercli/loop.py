@@ -87,6 +87,10 @@ class RunnerLoop(JobHandling):
         self._abort = asyncio.Event()
         self._fatal: RunnerExit | None = None
         self._fatal_event = asyncio.Event()
+        # Cases running now (each holding one of the `--max-concurrent` slots); set when one
+        # is over.
+        self._slots_used = 0
+        self._slot_freed = asyncio.Event()
 
     # ---- what the runner says about itself
 
@@ -226,15 +230,32 @@ class RunnerLoop(JobHandling):
 
     # ---- leasing
 
+    def _take_slot(self, job_run: JobRun) -> JobRun:
+        job_run.holds_slot = True
+        self._slots_used += 1
+        return job_run
+
+    def _free_slot(self, job_run: JobRun) -> None:
+        if job_run.holds_slot:
+            job_run.holds_slot = False
+            self._slots_used -= 1
+            self._slot_freed.set()
+
     async def _leaser(self) -> None:
         slots = 1 if self.options.once else self.options.max_concurrent
         busy: set[asyncio.Task[None]] = set()
         try:
             while not self._stop.is_set() and self._fatal is None:
-                free = slots - len(busy)
+                busy = {task for task in busy if not task.done()}
+                # A slot is free once its case is over, while its result is still on its way.
+                free = slots - self._slots_used
                 if free <= 0:
-                    await asyncio.wait(busy, return_when=asyncio.FIRST_COMPLETED)
-                    busy = {task for task in busy if not task.done()}
+                    self._slot_freed.clear()
+                    stop = asyncio.create_task(self._stop.wait())
+                    freed = asyncio.create_task(self._slot_freed.wait())
+                    await asyncio.wait({stop, freed}, return_when=asyncio.FIRST_COMPLETED)
+                    stop.cancel()
+                    freed.cancel()
                     continue
                 # After a sleep, what this runner holds is heartbeaten before it leases more;
                 # under a plan limit, it leases nothing until the wait is over.
@@ -256,7 +277,8 @@ class RunnerLoop(JobHandling):
                     if self._stop.is_set():
                         await self._hand_back(grant.job, grant.lease, "the runner is stopping")
                         continue
-                    busy.add(asyncio.create_task(self._run_one(grant.job, grant.lease)))
+                    job_run = self._take_slot(JobRun(grant.job, grant.lease))
+                    busy.add(asyncio.create_task(self._run_one(job_run)))
                 if self.options.once and busy:
                     break
             await asyncio.gather(*busy, return_exceptions=True)
@@ -265,9 +287,9 @@ class RunnerLoop(JobHandling):
                 task.cancel()
             await asyncio.gather(*busy, return_exceptions=True)
 
-    async def _run_one(self, job: CaseJob, lease: Lease) -> None:
+    async def _run_one(self, job_run: JobRun) -> None:
         try:
-            reported = await self._handle(JobRun(job, lease))
+            reported = await self._handle(job_run)
             if self.options.once:
                 if not reported:
                     self.exit_code = EXIT_NOT_REPORTED
@@ -276,6 +298,8 @@ class RunnerLoop(JobHandling):
             self._die(exc)
         except Exception as exc:  # one bad job must not stop the runner
             self.status.event(f"✗ internal error: {type(exc).__name__}: {exc}")
+        finally:
+            self._free_slot(job_run)
 
     async def _lease(self, max_jobs: int) -> LeaseBatch:
         call = asyncio.create_task(

@@ -44,6 +44,9 @@ class JobRun:
     # The case is over; its report is on its way (the lease is still heartbeaten until the
     # server acknowledges it).
     finished: bool = False
+    # It counts against `--max-concurrent` until its case is over (not until its report is
+    # acknowledged: the slot takes the next case while the result is on its way).
+    holds_slot: bool = False
     log: CaseLog | None = None
     # A heartbeat took its lapsed lease back since the last wake-up round.
     resumed: bool = False
@@ -84,6 +87,10 @@ class RunnerParts(ABC):
     @abstractmethod
     def _show(self) -> None:
         """Show the current status on the status line."""
+
+    @abstractmethod
+    def _free_slot(self, job_run: JobRun) -> None:
+        """The job's case is over: its slot may take the next case."""
 
     @abstractmethod
     def _die(self, exc: RunnerExit) -> None:

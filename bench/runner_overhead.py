@@ -1,0 +1,309 @@
+"""Runner overhead: trivial cases through the real runner CLI beside bare process spawns.
+
+Whole path: a run of N cases (`/bin/echo ok`, graded `contains` "ok") dispatched through the
+REST API to a daphne process, and one real runner — `python -m runnercli run --max-concurrent 8
+--allow-any`, paired through the services, with its own config file — leasing, running and
+reporting them over MCP; timed from the dispatch to the run's `succeeded` (every case scored).
+
+Baseline, in the same run: a bare asyncio loop spawning the same N processes
+(`asyncio.create_subprocess_exec("/bin/echo", "ok")`, output read), 8 at a time. Target: the
+runner at ≥ 40 % of the bare rate. Beside it: MCP calls per case (POST /mcp lines in daphne's
+access log) and CPU seconds per case of the server process and of the runner process.
+
+    .venv/bin/python bench/runner_overhead.py [--cases 400] [--concurrency 8] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from databases import ROOT, Scratch, add_database_arguments, scratch_database
+from report import Summary, finish, machine_line
+from seeding import Member, pair_runners, seed_member
+from servers import Server, daphne, server_env
+
+from everdict.processes import Proc, spawn
+
+ECHO_SPEC: dict[str, Any] = {
+    "command": ["/bin/echo", "ok"],
+    "timeout_s": 60,
+    "output": "text",
+    "grader": {"type": "contains"},
+}
+TARGET = 0.40
+
+
+@dataclass
+class Measured:
+    cases: int
+    seconds: float
+    mcp_calls: int = 0
+    server_cpu_s: float = 0.0
+    runner_cpu_s: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.cases / self.seconds if self.seconds else 0.0
+
+
+# ------------------------------------------------------------------------ baseline
+
+
+async def _bare(cases: int, concurrency: int) -> float:
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one() -> None:
+        async with gate:
+            proc = await asyncio.create_subprocess_exec(
+                "/bin/echo", "ok", stdout=asyncio.subprocess.PIPE
+            )
+            out, _ = await proc.communicate()
+            if proc.returncode != 0 or b"ok" not in out:
+                raise RuntimeError("/bin/echo ok failed")
+
+    began = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(cases)))
+    return time.perf_counter() - began
+
+
+def measure_bare(cases: int, concurrency: int) -> Measured:
+    return Measured(cases=cases, seconds=asyncio.run(_bare(cases, concurrency)))
+
+
+# ------------------------------------------------------------------------ whole path
+
+
+def _mcp_posts(server: Server) -> int:
+    """POST /mcp requests daphne has logged so far (its access log goes to its stdout)."""
+    try:
+        text = server.log.read_text(errors="replace")
+    except FileNotFoundError:
+        return 0
+    return sum(1 for line in text.splitlines() if '"POST /mcp' in line)
+
+
+def _write_config(path: Path, server: Server, runner_id: int, token: str) -> None:
+    from runnercli.config import RunnerConfig, config_save
+
+    config_save(
+        path,
+        RunnerConfig(
+            server=server.url,
+            token=token,
+            runner_id=runner_id,
+            label="overhead",
+            capabilities=["python"],
+        ),
+    )
+
+
+def start_runner(scratch: Scratch, config: Path, concurrency: int) -> Proc:
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    env.update({"PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "PYTHONPATH": str(ROOT)})
+    args = [
+        sys.executable,
+        "-m",
+        "runnercli",
+        "run",
+        "--config",
+        str(config),
+        "--max-concurrent",
+        str(concurrency),
+        "--allow-any",
+    ]
+    return spawn(args, scratch.workdir / "runner.log", env)
+
+
+def _wait_connected(runner: Proc, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if runner.popen.poll() is not None:
+            raise RuntimeError("the runner exited:\n" + runner.log.read_text()[-3000:])
+        if "connected to" in runner.log.read_text(errors="replace"):
+            return
+        time.sleep(0.05)
+    raise RuntimeError("the runner did not connect:\n" + runner.log.read_text()[-3000:])
+
+
+def measure_runner(
+    scratch: Scratch,
+    server: Server,
+    member: Member,
+    runner: Proc,
+    suite: str,
+    cases: int,
+    profile: Path | None,
+) -> Measured:
+    import httpx2
+    import psutil
+
+    headers = {"Authorization": f"Bearer {member.api_key}"}
+    runner_ps = psutil.Process(runner.popen.pid)
+    time.sleep(0.5)  # the runner's first long-poll is parked on the empty queue
+    spies = (
+        [
+            _py_spy(runner.popen.pid, profile / "runner.txt"),
+            _py_spy(server.popen.pid, profile / "server.txt"),
+        ]
+        if profile
+        else []
+    )
+    calls_before = _mcp_posts(server)
+    server_before = server.cpu_seconds()
+    runner_before = _cpu(runner_ps)
+    with httpx2.Client(base_url=server.url, headers=headers, timeout=60) as http:
+        began = time.perf_counter()
+        reply = http.post(
+            f"/api/workspaces/{member.slug}/runs",
+            json={"harness": suite, "dataset": suite, "runtime": "self:any", "concurrency": 256},
+        )
+        reply.raise_for_status()
+        run_id = reply.json()["id"]
+        status = ""
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            status = _run_status(run_id)
+            if status in ("succeeded", "failed", "canceled"):
+                break
+            time.sleep(0.01)
+        took = time.perf_counter() - began
+    server_cpu = server.cpu_seconds() - server_before
+    runner_cpu = _cpu(runner_ps) - runner_before
+    for spy in spies:
+        spy.popen.send_signal(signal.SIGINT)
+        spy.popen.wait(30)
+    time.sleep(0.3)  # daphne's access log is flushed
+    calls = _mcp_posts(server) - calls_before
+    if status != "succeeded":
+        raise RuntimeError(
+            f"run {run_id} is {status or 'still running'}:\n" + runner.log.read_text()[-3000:]
+        )
+    scored = _scored(run_id)
+    if scored != cases:
+        raise RuntimeError(f"{scored} of {cases} cases scored pass")
+    return Measured(
+        cases=cases,
+        seconds=took,
+        mcp_calls=calls,
+        server_cpu_s=server_cpu,
+        runner_cpu_s=runner_cpu,
+    )
+
+
+def _run_status(run_id: int) -> str:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT status FROM scorecards_run WHERE id = %s", [run_id])
+        row = cursor.fetchone()
+    return str(row[0]) if row else ""
+
+
+def _scored(run_id: int) -> int:
+    from scorecards.models import CaseResult
+
+    return CaseResult.objects.filter(run_id=run_id, verdict="pass").count()
+
+
+def _cpu(process: Any) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system + times.children_user + times.children_system)
+
+
+def _py_spy(pid: int, out: Path) -> Proc:
+    spy = ROOT / ".venv" / "bin" / "py-spy"
+    args = [str(spy), "record", "--pid", str(pid), "--format", "raw", "--rate", "250", "--nonblocking"]
+    return spawn([*args, "--output", str(out)], out.with_suffix(".log"), dict(os.environ))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=400, help="cases in the run (400)")
+    parser.add_argument("--concurrency", type=int, default=8, help="--max-concurrent (8)")
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        type=Path,
+        default=None,
+        help="sample the runner and the server with py-spy (folded stacks into DIR)",
+    )
+    add_database_arguments(parser)
+    args = parser.parse_args()
+
+    summary = Summary("runner overhead: the real runner CLI vs bare process spawns")
+    with scratch_database(args) as scratch:
+        print(f"runner_overhead — {machine_line(scratch)}")
+        member = seed_member()
+        seed_echo_suite(member, "warmup", args.concurrency)
+        seed_echo_suite(member, "echo", args.cases)
+        ((runner_id, token),) = pair_runners(member.user, 1, label="overhead")
+        config = scratch.workdir / "runner.json"
+        with daphne(scratch, **server_env(args)) as server:
+            _write_config(config, server, runner_id, token)
+            runner = start_runner(scratch, config, args.concurrency)
+            try:
+                _wait_connected(runner)
+                # A first small run warms the server's and the runner's code paths.
+                measure_runner(scratch, server, member, runner, "warmup", args.concurrency, None)
+                bare_before = measure_bare(args.cases, args.concurrency)
+                whole = measure_runner(
+                    scratch, server, member, runner, "echo", args.cases, args.profile
+                )
+                bare_after = measure_bare(args.cases, args.concurrency)
+            finally:
+                runner.stop(grace_s=15)
+    # The baseline on either side of the whole path: the better of the two.
+    bare = min(bare_before, bare_after, key=lambda m: m.seconds)
+    ratio = whole.rate / bare.rate
+    per_case = whole.cases or 1
+    print(
+        f"\nbare spawns, {args.concurrency} at a time: {bare.cases} in {bare.seconds:.3f} s ="
+        f" {bare.rate:.0f}/s (before {bare_before.rate:.0f}/s, after {bare_after.rate:.0f}/s)"
+    )
+    print(
+        f"runner CLI, --max-concurrent {args.concurrency}: {whole.cases} cases in"
+        f" {whole.seconds:.3f} s = {whole.rate:.1f} cases/s ({ratio:.1%} of bare);"
+        f" {whole.mcp_calls / per_case:.2f} MCP calls/case ({whole.mcp_calls} POST /mcp);"
+        f" server CPU {whole.server_cpu_s / per_case * 1000:.2f} ms/case;"
+        f" runner CPU {whole.runner_cpu_s / per_case * 1000:.2f} ms/case"
+    )
+    summary.add(
+        benchmark="runner_overhead",
+        figure=f"runner CLI, {args.cases} echo cases, {args.concurrency} at once",
+        value=f"{whole.rate:.0f} cases/s",
+        baseline=f"{bare.rate:.0f}/s bare asyncio spawns",
+        ratio=f"{ratio:.1%}",
+        target=f">= {TARGET:.0%}",
+        met=ratio >= TARGET,
+    )
+    summary.notes.append(
+        f"{whole.mcp_calls / per_case:.2f} MCP calls per case;"
+        f" CPU per case: server {whole.server_cpu_s / per_case * 1000:.2f} ms,"
+        f" runner {whole.runner_cpu_s / per_case * 1000:.2f} ms"
+    )
+    finish(summary, args)
+
+
+def seed_echo_suite(member: Member, name: str, cases: int) -> None:
+    """A harness running `/bin/echo ok` and a dataset of `cases` cases expecting "ok"."""
+    from scorecards.services import dataset_create, harness_create
+
+    harness_create(user=member.user, workspace_slug=member.slug, name=name, spec=ECHO_SPEC)
+    dataset_create(
+        user=member.user,
+        workspace_slug=member.slug,
+        name=name,
+        cases=[{"key": f"c{i}", "input": {"i": i}, "expected": "ok"} for i in range(cases)],
+    )
+
+
+if __name__ == "__main__":
+    main()
