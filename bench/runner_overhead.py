@@ -220,8 +220,9 @@ def _cpu(process: Any) -> float:
 
 def _py_spy(pid: int, out: Path) -> Proc:
     spy = ROOT / ".venv" / "bin" / "py-spy"
-    args = [str(spy), "record", "--pid", str(pid), "--format", "raw", "--rate", "250", "--nonblocking"]
-    return spawn([*args, "--output", str(out)], out.with_suffix(".log"), dict(os.environ))
+    args = [str(spy), "record", "--pid", str(pid), "--format", "raw", "--rate", "250"]
+    args += ["--nonblocking", "--output", str(out)]
+    return spawn(args, out.with_suffix(".log"), dict(os.environ))
 
 
 def main() -> None:

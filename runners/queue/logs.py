@@ -13,7 +13,6 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from runnercli.protocol import Ack
@@ -40,17 +39,24 @@ def logs_append(job: RunnerJob, lines: Sequence[str], epoch: int, now: datetime)
     return how many were kept."""
     if not lines:
         return 0
-    kept: list[JobLogLine] = []
-    size = 0
-    if not job.log_dropped:
-        room_lines = settings.EVERDICT_MAX_LOG_LINES_PER_JOB - job.log_kept
-        room_bytes = settings.EVERDICT_MAX_LOG_BYTES_PER_JOB - job.log_bytes
-        for line in lines:
-            text = _storable(line)
-            if len(kept) >= room_lines or size + len(text.encode()) > room_bytes:
-                break
-            kept.append(_line(job, epoch, now, text))
-            size += len(text.encode())
+    rows, kept = log_lines(job, lines, epoch, now)
+    JobLogLine.objects.bulk_create(rows)
+    RunnerJob.objects.filter(pk=job.pk).update(
+        log_kept=job.log_kept, log_bytes=job.log_bytes, log_dropped=job.log_dropped
+    )
+    return kept
+
+
+def log_lines(
+    job: RunnerJob, lines: Sequence[str], epoch: int, now: datetime
+) -> tuple[list[JobLogLine], int]:
+    """The log rows to insert for these lines of a job (the job row is locked by the caller),
+    and how many of the lines are kept. The job's counters (`log_kept`, `log_bytes`,
+    `log_dropped`) are advanced on the object; the caller writes them to its row. Past a
+    bound, the job's dropped marker is updated here when it has one already."""
+    if not lines:
+        return [], 0
+    kept, size = _within_bounds(job, lines, epoch, now)
     dropped = len(lines) - len(kept)
     rows = list(kept)
     if dropped and job.log_dropped:
@@ -61,16 +67,30 @@ def logs_append(job: RunnerJob, lines: Sequence[str], epoch: int, now: datetime)
         )
     elif dropped:
         rows.append(_line(job, epoch, now, dropped_marker(dropped)))
-    JobLogLine.objects.bulk_create(rows)
-    RunnerJob.objects.filter(pk=job.pk).update(
-        log_kept=F("log_kept") + len(kept),
-        log_bytes=F("log_bytes") + size,
-        log_dropped=F("log_dropped") + dropped,
-    )
+    # The row is locked: its counters become what was read plus what was added.
     job.log_kept += len(kept)
     job.log_bytes += size
     job.log_dropped += dropped
-    return len(kept)
+    return rows, len(kept)
+
+
+def _within_bounds(
+    job: RunnerJob, lines: Sequence[str], epoch: int, now: datetime
+) -> tuple[list[JobLogLine], int]:
+    """The lines the job's log still has room for, and their size in bytes."""
+    kept: list[JobLogLine] = []
+    size = 0
+    if job.log_dropped:
+        return kept, size
+    room_lines = settings.EVERDICT_MAX_LOG_LINES_PER_JOB - job.log_kept
+    room_bytes = settings.EVERDICT_MAX_LOG_BYTES_PER_JOB - job.log_bytes
+    for line in lines:
+        text = _storable(line)
+        if len(kept) >= room_lines or size + len(text.encode()) > room_bytes:
+            break
+        kept.append(_line(job, epoch, now, text))
+        size += len(text.encode())
+    return kept, size
 
 
 def _line(job: RunnerJob, epoch: int, now: datetime, text: str) -> JobLogLine:

@@ -12,9 +12,10 @@ from django.db import connection
 from django.utils import timezone
 
 from runners import metrics
-from runners.models import AttemptStatus, JobAttempt, JobStatus, Runner, RunnerJob
+from runners.models import AttemptStatus, JobAttempt, JobLogLine, JobStatus, Runner, RunnerJob
 from runners.queue.fence import RESUMED, Settlement, holds, refusal, take_back
-from runners.queue.rows import current_attempt, end
+from runners.queue.logs import log_lines
+from runners.queue.rows import current_attempt
 
 # Said in the ack of a refused late result that was kept.
 KEPT = "kept as a shadow result (not counted)"
@@ -34,6 +35,9 @@ class Outcome:
     result_digest: str
     reason: str = ""
     shadow: Callable[[], tuple[Any, str]] | None = None
+    # Lines for the job's log that ride with the result (its start and outcome lines, say),
+    # appended within the job's log bounds when the result is accepted.
+    log_tail: Sequence[str] = ()
 
 
 def jobs_settle(*, runner: Runner, outcomes: Sequence[Outcome]) -> list[Settlement]:
@@ -114,11 +118,17 @@ def _keep_shadow(
 
 
 def _record_settled(ended: list[tuple[RunnerJob, Outcome]], now: datetime) -> None:
-    by_state: dict[tuple[str, str], list[RunnerJob]] = {}
-    for job, _ in ended:
-        by_state.setdefault((job.status, job.reason), []).append(job)
-    for (status, reason), jobs in by_state.items():
-        end(jobs, status, reason, now)
+    """Write what the settled jobs became: the jobs in one UPDATE (each its own status, reason
+    and log counters), their attempts in one, the lines riding with their results in one
+    INSERT."""
+    lines: list[JobLogLine] = []
+    for job, outcome in ended:
+        rows, _ = log_lines(job, outcome.log_tail, job.lease_epoch, now)
+        lines += rows
+        job.finished_at = now
+        job.leased_until = None
+        metrics.SETTLED.labels(status=job.status).inc()
+    _jobs_end([job for job, _ in ended], now)
     _attempts_end(
         [
             (
@@ -132,6 +142,26 @@ def _record_settled(ended: list[tuple[RunnerJob, Outcome]], now: datetime) -> No
         ],
         now,
     )
+    if lines:
+        JobLogLine.objects.bulk_create(lines)
+
+
+def _jobs_end(jobs: list[RunnerJob], now: datetime) -> None:
+    """End jobs, each with its own (status, reason, log counters): one statement."""
+    table = RunnerJob._meta.db_table
+    values = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(jobs))
+    sql = (
+        f"WITH ended(id, status, reason, kept, bytes, dropped) AS (VALUES {values})"
+        f" UPDATE {table} SET status = ended.status, reason = ended.reason,"
+        f" finished_at = %s, leased_until = NULL, log_kept = ended.kept,"
+        f" log_bytes = ended.bytes, log_dropped = ended.dropped"
+        f" FROM ended WHERE {table}.id = ended.id"
+    )
+    params: list[Any] = []
+    for job in jobs:
+        params += [job.pk, job.status, job.reason, job.log_kept, job.log_bytes, job.log_dropped]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, now])
 
 
 def _attempts_end(rows: list[tuple[int, str, str, str]], now: datetime) -> None:

@@ -75,6 +75,7 @@ def _outcome(report: ResultReport) -> queue.Outcome:
         result_digest=_result_digest(report.result),
         reason="" if report.result.status == "completed" else report.result.status,
         shadow=lambda: shadow_of(report.result),
+        log_tail=report.result.log_tail,
     )
 
 
@@ -115,7 +116,6 @@ def results_submit(*, runner: Runner, reports: Sequence[ResultReport]) -> list[A
             for row in _result_rows(runs[run_id], runner, results)
         ]
         CaseResultRow.objects.bulk_create(rows)
-        _log_tails(accepted)
         for run_id in sorted(accepted):
             run_advance(runs[run_id])
     return [s.ack() for s in settled]
@@ -156,16 +156,6 @@ def next_result_seq(run: Run) -> int:
     """The settlement number of the run's next result (the run's row is locked)."""
     last = CaseResultRow.objects.filter(run=run).aggregate(last=Max("seq"))["last"]
     return (last or 0) + 1
-
-
-def _log_tails(accepted: dict[int, list[tuple[RunnerJob, CaseResult, Graded]]]) -> None:
-    """The lines a result carries for its case's log (its outcome line, say), appended to it
-    as if reported by `report_case_log` — within the job's log bounds, under the same fence
-    (the job just settled, its row locked)."""
-    now = timezone.now()
-    for results in accepted.values():
-        for job, result, _ in results:
-            queue.logs_append(job, result.log_tail, job.lease_epoch, now)
 
 
 def failure_report(
