@@ -221,7 +221,7 @@ def _cpu(process: Any) -> float:
 def _py_spy(pid: int, out: Path) -> Proc:
     spy = ROOT / ".venv" / "bin" / "py-spy"
     args = [str(spy), "record", "--pid", str(pid), "--format", "raw", "--rate", "250"]
-    args += ["--nonblocking", "--output", str(out)]
+    args += ["--nonblocking", "--gil", "--output", str(out)]
     return spawn(args, out.with_suffix(".log"), dict(os.environ))
 
 

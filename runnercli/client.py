@@ -116,6 +116,10 @@ class _Session:
             transport = streamable_http_client(self.url, http_client=http)
             info = Implementation(name="everdict-runner", version=runnercli_version())
             async with http, Client(transport, client_info=info) as client:
+                # Every reply is read by the runner's own models (`runnercli.protocol`,
+                # each lease grant on its own); the SDK's second pass over it against the
+                # tool's JSON Schema — and the `tools/list` call it needs first — is skipped.
+                client.session.validate_tool_result = _read_by_our_models  # type: ignore[method-assign]
                 self.client = client
                 self.ready.set()
                 await self._closing.wait()
@@ -135,6 +139,10 @@ class _Session:
                 self._task.cancel()
                 with contextlib.suppress(BaseException):
                     await self._task
+
+
+async def _read_by_our_models(name: str, result: Any) -> None:
+    """The runner parses each tool's reply with its wire models: nothing to check twice."""
 
 
 class RunnerClient:

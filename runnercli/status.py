@@ -22,7 +22,8 @@ from runnercli.terminal import clean
 class StatusLine:
     """A status that changes in place, and events that stay on screen above it.
 
-    On a terminal the status is a rich Live line; in a log file (not a TTY) every change of
+    On a terminal the status is a rich Live line, redrawn on its own timer (4 times a second),
+    never by the change itself: a busy runner changes it several times per case; in a log file (not a TTY) every change of
     status and every event is one timestamped line, so `tail -f` reads the same story.
     """
 
@@ -73,7 +74,7 @@ class StatusLine:
             return
         self.current = status
         if self._live is not None:
-            self._live.update(self._line(), refresh=True)
+            self._live.update(self._line())
         elif not self._paused:
             self._plain(f"status: {status}")
 
@@ -82,7 +83,7 @@ class StatusLine:
         self.last_result = clean(message)
         self.event(message)
         if self._live is not None:
-            self._live.update(self._line(), refresh=True)
+            self._live.update(self._line())
 
     def _line(self) -> Text:
         line = Text(f"● {self.current}")

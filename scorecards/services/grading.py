@@ -18,7 +18,7 @@ from django.conf import settings
 from runnercli.protocol import CaseResult, HarnessSpec, ResultReport
 from runners.models import Runner, RunnerJob
 from scorecards import scoring
-from scorecards.models import Case, Run
+from scorecards.models import Case
 
 
 @dataclass(frozen=True)
@@ -38,19 +38,17 @@ def storable(text: str) -> str:
 
 
 def grade_reports(*, runner: Runner, reports: Sequence[ResultReport]) -> dict[int, Graded]:
-    """Grade each report of one of the runner owner's jobs, by job id (no lock taken)."""
+    """Grade each report of one of the runner owner's jobs, by job id (no lock taken): the
+    jobs with their runs' harnesses in one query, their cases in another."""
     jobs = {
         job.pk: job
         for job in RunnerJob.objects.filter(
             pk__in=[r.job_id for r in reports], owner_id=runner.owner_id
-        ).only("pk", "run_id", "case_key")
+        )
+        .select_related("run__harness")
+        .only("pk", "run_id", "case_key", "run__dataset_id", "run__harness__spec")
     }
-    runs = {
-        run.pk: run
-        for run in Run.objects.filter(pk__in={job.run_id for job in jobs.values()})
-        .select_related("harness")
-        .only("pk", "dataset_id", "harness__spec")
-    }
+    runs = {job.run_id: job.run for job in jobs.values()}
     wanted = {(runs[job.run_id].dataset_id, job.case_key) for job in jobs.values()}
     cases = {
         (case.dataset_id, case.key): case
