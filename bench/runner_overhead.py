@@ -122,7 +122,7 @@ def start_runner(scratch: Scratch, config: Path, concurrency: int) -> Proc:
     return spawn(args, scratch.workdir / "runner.log", env)
 
 
-def _wait_connected(runner: Proc, timeout_s: float = 60) -> None:
+def _wait_connected(runner: Proc, timeout_s: float = 120) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if runner.popen.poll() is not None:

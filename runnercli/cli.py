@@ -33,6 +33,7 @@ from runnercli.config import (
 )
 from runnercli.consent import CONSENT_TIMEOUT_S, ConsentSettings
 from runnercli.device import DevicePairingFailed, default_label, device_pair
+from runnercli.executor import watch_children_by_pidfd
 from runnercli.exits import EXIT_NOT_REPORTED, EXIT_REVOKED, EXIT_UPDATE_REQUIRED, UPGRADE_MESSAGE
 from runnercli.loop import RunnerLoop, RunOptions
 from runnercli.protocol import MAX_WAIT_MS, PROTOCOL_VERSION, Hello
@@ -347,6 +348,7 @@ def _command_options(config_file: str | None, server: str, config: RunnerConfig)
 
 
 async def _run(server: str, token: str, options: RunOptions) -> int:
+    watch_children_by_pidfd()
     slots = 1 if options.once else options.max_concurrent
     async with RunnerClient(server, token, max_wait_ms=options.wait_ms, slots=slots) as client:
         with StatusLine() as status:

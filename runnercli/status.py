@@ -23,8 +23,9 @@ class StatusLine:
     """A status that changes in place, and events that stay on screen above it.
 
     On a terminal the status is a rich Live line, redrawn on its own timer (4 times a second),
-    never by the change itself: a busy runner changes it several times per case; in a log file (not a TTY) every change of
-    status and every event is one timestamped line, so `tail -f` reads the same story.
+    never by the change itself: a busy runner changes it several times per case. In a log
+    file (not a TTY) every change of status and every event is one timestamped line, so
+    `tail -f` reads the same story.
     """
 
     def __init__(self, stream: TextIO | None = None, *, live: bool | None = None) -> None:
