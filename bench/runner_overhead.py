@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import signal
 import sys
 import time
@@ -47,7 +48,9 @@ class Measured:
     seconds: float
     mcp_calls: int = 0
     server_cpu_s: float = 0.0
+    # The runner's (or the bare loop's) own CPU, and its case processes' (reaped children).
     runner_cpu_s: float = 0.0
+    cases_cpu_s: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -75,7 +78,19 @@ async def _bare(cases: int, concurrency: int) -> float:
 
 
 def measure_bare(cases: int, concurrency: int) -> Measured:
-    return Measured(cases=cases, seconds=asyncio.run(_bare(cases, concurrency)))
+    own, children = _rusage(resource.RUSAGE_SELF), _rusage(resource.RUSAGE_CHILDREN)
+    seconds = asyncio.run(_bare(cases, concurrency))
+    return Measured(
+        cases=cases,
+        seconds=seconds,
+        runner_cpu_s=_rusage(resource.RUSAGE_SELF) - own,
+        cases_cpu_s=_rusage(resource.RUSAGE_CHILDREN) - children,
+    )
+
+
+def _rusage(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
 
 
 # ------------------------------------------------------------------------ whole path
@@ -158,7 +173,7 @@ def measure_runner(
     )
     calls_before = _mcp_posts(server)
     server_before = server.cpu_seconds()
-    runner_before = _cpu(runner_ps)
+    runner_before, cases_before = _cpu(runner_ps)
     with httpx2.Client(base_url=server.url, headers=headers, timeout=60) as http:
         began = time.perf_counter()
         reply = http.post(
@@ -176,7 +191,7 @@ def measure_runner(
             time.sleep(0.01)
         took = time.perf_counter() - began
     server_cpu = server.cpu_seconds() - server_before
-    runner_cpu = _cpu(runner_ps) - runner_before
+    runner_after, cases_after = _cpu(runner_ps)
     for spy in spies:
         spy.popen.send_signal(signal.SIGINT)
         spy.popen.wait(30)
@@ -194,7 +209,8 @@ def measure_runner(
         seconds=took,
         mcp_calls=calls,
         server_cpu_s=server_cpu,
-        runner_cpu_s=runner_cpu,
+        runner_cpu_s=runner_after - runner_before,
+        cases_cpu_s=cases_after - cases_before,
     )
 
 
@@ -213,9 +229,10 @@ def _scored(run_id: int) -> int:
     return CaseResult.objects.filter(run_id=run_id, verdict="pass").count()
 
 
-def _cpu(process: Any) -> float:
+def _cpu(process: Any) -> tuple[float, float]:
+    """The process's own CPU seconds, and its reaped children's."""
     times = process.cpu_times()
-    return float(times.user + times.system + times.children_user + times.children_system)
+    return times.user + times.system, times.children_user + times.children_system
 
 
 def _py_spy(pid: int, out: Path) -> Proc:
@@ -272,9 +289,14 @@ def main() -> None:
     print(
         f"runner CLI, --max-concurrent {args.concurrency}: {whole.cases} cases in"
         f" {whole.seconds:.3f} s = {whole.rate:.1f} cases/s ({ratio:.1%} of bare);"
-        f" {whole.mcp_calls / per_case:.2f} MCP calls/case ({whole.mcp_calls} POST /mcp);"
-        f" server CPU {whole.server_cpu_s / per_case * 1000:.2f} ms/case;"
-        f" runner CPU {whole.runner_cpu_s / per_case * 1000:.2f} ms/case"
+        f" {whole.mcp_calls / per_case:.2f} MCP calls/case ({whole.mcp_calls} POST /mcp)"
+    )
+    print(
+        f"CPU per case: server {whole.server_cpu_s / per_case * 1000:.2f} ms; runner"
+        f" {whole.runner_cpu_s / per_case * 1000:.2f} ms (bare loop"
+        f" {bare.runner_cpu_s / bare.cases * 1000:.2f} ms); the cases' processes"
+        f" {whole.cases_cpu_s / per_case * 1000:.2f} ms (bare"
+        f" {bare.cases_cpu_s / bare.cases * 1000:.2f} ms)"
     )
     summary.add(
         benchmark="runner_overhead",
@@ -289,6 +311,7 @@ def main() -> None:
         f"{whole.mcp_calls / per_case:.2f} MCP calls per case;"
         f" CPU per case: server {whole.server_cpu_s / per_case * 1000:.2f} ms,"
         f" runner {whole.runner_cpu_s / per_case * 1000:.2f} ms"
+        f" (bare loop {bare.runner_cpu_s / bare.cases * 1000:.2f} ms)"
     )
     finish(summary, args)
 

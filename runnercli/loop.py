@@ -49,6 +49,9 @@ from runnercli.spool import Spool
 from runnercli.status import StatusLine, shorten
 from runnercli.tools import ToolVersions
 
+# How long a lease waits for more of the running cases to end, to lease for them too.
+LEASE_GATHER_S = 0.005
+
 
 @dataclass
 class RunOptions:
@@ -241,6 +244,21 @@ class RunnerLoop(JobHandling):
             self._slots_used -= 1
             self._slot_freed.set()
 
+    async def _gather_slots(self, slots: int) -> int:
+        """The free slots to lease for: when cases are still running, those ending within
+        LEASE_GATHER_S are waited for, so one call leases for them all."""
+        if self.options.once:
+            return slots - self._slots_used
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + LEASE_GATHER_S
+        while 0 < self._slots_used < slots and (left := deadline - loop.time()) > 0:
+            self._slot_freed.clear()
+            try:
+                await asyncio.wait_for(self._slot_freed.wait(), left)
+            except TimeoutError:
+                break
+        return slots - self._slots_used
+
     async def _leaser(self) -> None:
         slots = 1 if self.options.once else self.options.max_concurrent
         busy: set[asyncio.Task[None]] = set()
@@ -263,6 +281,7 @@ class RunnerLoop(JobHandling):
                 await self._wait_while_paused()
                 if self._stop.is_set():
                     break
+                free = await self._gather_slots(slots)
                 try:
                     batch = await self._lease(max_jobs=free)
                 except RunnerExit as exc:

@@ -10,18 +10,23 @@ from runnercli.protocol import Ack, ResultReport
 
 # A result ready to send, and the future its case awaits the ack on.
 _Waiting = tuple[ResultReport, asyncio.Future[Ack]]
+# How long a result that finds no call in flight waits for others finishing about then, to
+# go in one call with them: a case's slot is free already, only its ack waits.
+GATHER_S = 0.01
 
 
 class ResultSender:
     """Submit results as they become ready, together when they queue up behind a call.
 
-    A result that finds no submit in flight goes at once, alone; those that become ready
-    while one is in flight wait for it, then go in one `submit_job_results` call. Each
-    caller awaits its own ack and sees its own error, so retries and refusals stay per job.
+    A result that finds no submit in flight goes after `gather_s`, with those that became
+    ready meanwhile; those that become ready while one is in flight wait for it, then go in
+    one `submit_job_results` call. Each caller awaits its own ack and sees its own error, so
+    retries and refusals stay per job.
     """
 
-    def __init__(self, client: RunnerClient) -> None:
+    def __init__(self, client: RunnerClient, *, gather_s: float = GATHER_S) -> None:
         self.client = client
+        self.gather_s = gather_s
         # Off for good once the server turns out not to know `submit_job_results`.
         self.batches = True
         self._queue: list[_Waiting] = []
@@ -54,6 +59,8 @@ class ResultSender:
         self._sending, self._queue = [], []
 
     async def _drain(self) -> None:
+        if self.gather_s > 0 and len(self._queue) < self.client.limits.max_results_per_call:
+            await asyncio.sleep(self.gather_s)
         while self._queue:
             self._sending = self._take()
             if len(self._sending) > 1 and self.batches:

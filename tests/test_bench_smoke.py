@@ -100,3 +100,19 @@ def test_the_run_page_benchmark_sets_a_small_run_beside_a_large_one(tmp_path: Pa
     # The live update carries the new result, not the run: its size does not grow.
     assert result["rows"][2]["met"] is True
     assert "whole run" in result["rows"][4]["baseline"]
+
+
+@pytest.mark.timeout(120)
+def test_the_runner_overhead_benchmark_runs_the_real_cli_beside_bare_spawns(
+    tmp_path: Path,
+) -> None:
+    result = bench("runner_overhead", ["--cases", "40"], tmp_path)
+    (row,) = result["rows"]
+    assert row["figure"] == "runner CLI, 40 echo cases, 8 at once"
+    assert row["value"].endswith(" cases/s")
+    assert "bare asyncio spawns" in row["baseline"]
+    assert row["ratio"].endswith("%")
+    # Calls and CPU per case are counted on the server and on the runner.
+    (note,) = result["notes"]
+    assert "MCP calls per case" in note
+    assert "runner" in note and "server" in note
