@@ -33,6 +33,7 @@ from runners.queue.selectors import (
     run_active_count,
     run_has_pending,
     run_job_counts,
+    run_load,
 )
 from runners.queue.settle import KEPT, Outcome, jobs_settle
 from runners.queue.sweeps import (
@@ -87,6 +88,7 @@ __all__ = [
     "run_active_count",
     "run_has_pending",
     "run_job_counts",
+    "run_load",
     "runner_pause",
     "runners_active",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.db import connection
 from django.db.models import Count, F, QuerySet
 from django.utils import timezone
 
@@ -14,6 +15,22 @@ OPEN_JOB_STATUSES = (JobStatus.PENDING, JobStatus.QUEUED, JobStatus.LEASED)
 def run_active_count(run_id: int) -> int:
     """How many of the run's jobs are queued or leased (bounded by its concurrency)."""
     return RunnerJob.objects.filter(run_id=run_id, status__in=ACTIVE_JOB_STATUSES).count()
+
+
+def run_load(run_id: int) -> tuple[int, bool]:
+    """How many of the run's jobs are queued or leased, and whether any is pending (waiting
+    for admission): one statement, through the (run, status) index."""
+    table = RunnerJob._meta.db_table
+    active = ", ".join(["%s"] * len(ACTIVE_JOB_STATUSES))
+    sql = (
+        f"SELECT (SELECT COUNT(*) FROM {table} WHERE run_id = %s AND status IN ({active})),"
+        f" EXISTS (SELECT 1 FROM {table} WHERE run_id = %s AND status = %s)"
+    )
+    with connection.cursor() as cursor:
+        statuses = [status.value for status in ACTIVE_JOB_STATUSES]
+        cursor.execute(sql, [run_id, *statuses, run_id, JobStatus.PENDING.value])
+        count, pending = cursor.fetchone()
+    return int(count), bool(pending)
 
 
 def run_has_pending(run_id: int) -> bool:

@@ -221,7 +221,8 @@ def run_advance(run: Run) -> None:
     """Admit the run's next pending jobs up to its concurrency; complete it when done.
 
     Called on every settled case, so it reads only the run's active jobs (at most its
-    concurrency, through the (run, status) index), never a count over the whole run.
+    concurrency, through the (run, status) index) and whether one is pending, never a count
+    over the whole run: one statement, and the admission's UPDATE only when one is pending.
     """
     now = timezone.now()
     if run.status == RunStatus.QUEUED:
@@ -230,12 +231,13 @@ def run_advance(run: Run) -> None:
         Run.objects.filter(pk=run.pk).update(status=run.status, started_at=run.started_at)
     if run.is_terminal:
         return
-    active = queue.run_active_count(run.pk)
-    if active < run.concurrency and queue.jobs_admit(
-        run_id=run.pk, owner_id=run.submitted_by_id, limit=run.concurrency - active
-    ):
+    active, pending = queue.run_load(run.pk)
+    if pending and active < run.concurrency:
+        queue.jobs_admit(
+            run_id=run.pk, owner_id=run.submitted_by_id, limit=run.concurrency - active
+        )
         return
-    if active == 0 and not queue.run_has_pending(run.pk):
+    if active == 0 and not pending:
         run_complete(run, now)
 
 
