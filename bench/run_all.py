@@ -32,6 +32,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "consent": ([], ["--jobs", "300", "--entries", "100"]),
     "grading": ([], ["--results", "10", "--calls", "50"]),
     "run_page": ([], ["--sizes", "100,2000", "--repeat", "3"]),
+    "request_latency": ([], ["--requests", "60", "--warmup", "10"]),
 }
 POSTGRES_ONLY = {"throughput"}
 

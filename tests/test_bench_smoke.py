@@ -100,3 +100,16 @@ def test_the_run_page_benchmark_sets_a_small_run_beside_a_large_one(tmp_path: Pa
     # The live update carries the new result, not the run: its size does not grow.
     assert result["rows"][2]["met"] is True
     assert "whole run" in result["rows"][4]["baseline"]
+
+
+@pytest.mark.timeout(120)
+def test_the_request_latency_benchmark_sets_api_calls_beside_healthz(tmp_path: Path) -> None:
+    result = bench("request_latency", ["--requests", "20", "--warmup", "3"], tmp_path)
+    figures = [row["figure"] for row in result["rows"]]
+    assert figures == [
+        "GET /api/runners (2 rows) p50 / p90 / p99",
+        "POST /api/workspaces/<slug>/runs (1 case) p50 / p90 / p99",
+    ]
+    assert all(row["baseline"].startswith("GET /healthz ") for row in result["rows"])
+    # Each figure is told with its SQL statements, counted in process.
+    assert sum("SQL statements" in note for note in result["notes"]) == 2
