@@ -33,6 +33,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "grading": ([], ["--results", "10", "--calls", "50"]),
     "run_page": ([], ["--sizes", "100,2000", "--repeat", "3"]),
     "runner_overhead": ([], ["--cases", "100"]),
+    "request_latency": ([], ["--requests", "60", "--warmup", "10"]),
 }
 POSTGRES_ONLY = {"throughput"}
 

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
-from prometheus_client.core import REGISTRY, GaugeMetricFamily, Metric
+from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from accounts.tokens import digest
@@ -90,8 +90,51 @@ class _QueueCollector(Collector):
         )
 
 
+# psycopg_pool's get_stats() keys: counters (kept since the pool opened) and gauges (now).
+_POOL_COUNTERS = (
+    ("connections_num", "connections_opened", "Connections the pool opened to the database."),
+    ("requests_num", "requests", "Connections asked of the pool (about one per request)."),
+    ("requests_queued", "requests_queued", "Asks that waited for a free connection."),
+    ("requests_errors", "requests_errors", "Asks refused: timed out or too many waiting."),
+    ("connections_lost", "connections_lost", "Connections found broken and dropped."),
+)
+_POOL_GAUGES = (
+    ("pool_size", "size", "Connections the pool holds, lent or not."),
+    ("pool_available", "available", "Connections idle in the pool."),
+    ("pool_max", "max", "The most connections the pool may hold (EVERDICT_DB_POOL_MAX)."),
+    ("requests_waiting", "requests_waiting", "Asks waiting for a connection now."),
+)
+
+
+class _PoolCollector(Collector):
+    """This process's PostgreSQL connection pool, when pooling is on (nothing otherwise)."""
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        from django.db import connection
+
+        if not settings.DATABASES["default"].get("OPTIONS", {}).get("pool"):
+            return
+        pool = getattr(connection, "pool", None)
+        if pool is None:
+            return
+        stats = pool.get_stats()
+        for key, name, text in _POOL_COUNTERS:
+            yield CounterMetricFamily(f"everdict_db_pool_{name}", text, value=stats.get(key, 0))
+        yield CounterMetricFamily(
+            "everdict_db_pool_requests_wait_seconds",
+            "Time asks spent waiting for a free connection.",
+            value=stats.get("requests_wait_ms", 0) / 1000,
+        )
+        for key, name, text in _POOL_GAUGES:
+            yield GaugeMetricFamily(f"everdict_db_pool_{name}", text, value=stats.get(key, 0))
+
+
 _collector = _QueueCollector()
 REGISTRY.register(_collector)
+REGISTRY.register(_PoolCollector())
 
 
 def _allowed(request: HttpRequest) -> bool:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -188,6 +189,9 @@ class Run(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     objects = RunQuerySet.as_manager()
+    # Set by `run_start` on the instance it returns, not stored: what it wrote besides the row,
+    # so the start's reply is built without reading any of it back.
+    dispatched: Dispatched | None = None
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -202,6 +206,14 @@ class Run(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_RUN_STATUSES
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """What a run's start wrote: its jobs (all parked or queued) and its events."""
+
+    jobs: int
+    events: list[RunEvent]
 
 
 class EventLevel(models.TextChoices):

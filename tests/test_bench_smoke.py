@@ -116,3 +116,16 @@ def test_the_runner_overhead_benchmark_runs_the_real_cli_beside_bare_spawns(
     (note,) = result["notes"]
     assert "MCP calls per case" in note
     assert "runner" in note and "server" in note
+
+
+@pytest.mark.timeout(120)
+def test_the_request_latency_benchmark_sets_api_calls_beside_healthz(tmp_path: Path) -> None:
+    result = bench("request_latency", ["--requests", "20", "--warmup", "3"], tmp_path)
+    figures = [row["figure"] for row in result["rows"]]
+    assert figures == [
+        "GET /api/runners (2 rows) p50 / p90 / p99",
+        "POST /api/workspaces/<slug>/runs (1 case) p50 / p90 / p99",
+    ]
+    assert all(row["baseline"].startswith("GET /healthz ") for row in result["rows"])
+    # Each figure is told with its SQL statements, counted in process.
+    assert sum("SQL statements" in note for note in result["notes"]) == 2

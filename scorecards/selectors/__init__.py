@@ -15,6 +15,7 @@ from scorecards.selectors.catalog import (
     harness_get,
     harness_histories,
     harness_list,
+    run_versions_get,
 )
 from scorecards.selectors.compare import (
     CHANGED,
@@ -108,6 +109,7 @@ __all__ = [
     "run_logs",
     "run_reply",
     "run_summary",
+    "run_versions_get",
     "run_waiting",
     "runs_of",
     "runs_page",

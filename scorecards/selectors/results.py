@@ -13,7 +13,7 @@ from django.db.models.functions import Length, Substr
 from django.urls import reverse
 
 from accounts.errors import Invalid
-from scorecards.models import CaseResult, Run, Verdict
+from scorecards.models import CaseResult, Dispatched, Run, RunEvent, Verdict
 from scorecards.replies import (
     ResultPage,
     RunEventItem,
@@ -23,7 +23,7 @@ from scorecards.replies import (
     VersionRef,
 )
 from scorecards.selectors.cursors import cursor_decode, cursor_encode
-from scorecards.selectors.summary import run_summary
+from scorecards.selectors.summary import mean_and_stderr, run_summary
 
 RESULTS_PAGE = 100
 MAX_RESULTS_PAGE = 1000
@@ -142,6 +142,8 @@ def results_page(
 def run_reply(run: Run, *, base_url: str = "") -> RunReply:
     """The run as `GET /api/runs/<id>` shows it: the summary, the newest events and the first
     settled results; `results_next` (under `base_url`) pages through the rest."""
+    if run.dispatched is not None:
+        return _started_reply(run, run.dispatched)
     items, last = results_after(run, limit=RESULTS_PAGE)
     newest = list(run.events.order_by("-at", "-id")[:RUN_REPLY_EVENTS])
     cursor = cursor_encode(last) if last else None
@@ -149,6 +151,25 @@ def run_reply(run: Run, *, base_url: str = "") -> RunReply:
     if cursor:
         path = reverse("api-run-results", args=[run.pk])
         next_url = f"{base_url}{path}?{urlencode({'cursor': cursor})}"
+    return _reply(
+        run,
+        summary=RunSummary.model_validate(run_summary(run)),
+        events=list(reversed(newest)),
+        results=items,
+        next_url=next_url,
+        cursor=cursor,
+    )
+
+
+def _reply(
+    run: Run,
+    *,
+    summary: RunSummary,
+    events: Sequence[RunEvent],
+    results: list[RunResultItem],
+    next_url: str | None,
+    cursor: str | None,
+) -> RunReply:
     return RunReply(
         id=run.pk,
         workspace=run.workspace.slug,
@@ -164,9 +185,37 @@ def run_reply(run: Run, *, base_url: str = "") -> RunReply:
         submitted_by=run.submitted_by.get_username(),
         created_at=run.created_at,
         finished_at=run.finished_at,
-        summary=RunSummary.model_validate(run_summary(run)),
-        events=[RunEventItem(at=e.at, level=e.level, message=e.message) for e in reversed(newest)],
-        results=items,
+        summary=summary,
+        events=[RunEventItem(at=e.at, level=e.level, message=e.message) for e in events],
+        results=results,
         results_next=next_url,
         next_cursor=cursor,
+    )
+
+
+def _started_reply(run: Run, dispatched: Dispatched) -> RunReply:
+    """The reply to a run's start, from what the start wrote (read nothing back): every job
+    waiting, no result yet, the start's events. The same fields as `run_reply`."""
+    summary = {
+        "total": dispatched.jobs,
+        "pending": dispatched.jobs,
+        "running": 0,
+        "pass": 0,
+        "fail": 0,
+        "error": 0,
+        "canceled": 0,
+        "pass_rate": None,
+        "mean_score": None,
+        **mean_and_stderr(0, 0.0, 0.0),
+        "cases": 0,
+        "flaky": 0,
+        "cost_usd": 0.0,
+    }
+    return _reply(
+        run,
+        summary=RunSummary.model_validate(summary),
+        events=dispatched.events[-RUN_REPLY_EVENTS:],
+        results=[],
+        next_url=None,
+        cursor=None,
     )

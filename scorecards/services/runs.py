@@ -19,9 +19,19 @@ from accounts.errors import Invalid, NotFound, PermissionDenied, QuotaExceeded
 from runnercli.protocol import HarnessSpec, harness_digest
 from runners import queue
 from runners.models import Runner
-from scorecards.models import Case, EventLevel, HarnessVersion, Role, Run, RunStatus, Workspace
-from scorecards.selectors import dataset_get, harness_get, membership_for, require_role, run_get
-from scorecards.services.events import event
+from scorecards.models import (
+    Case,
+    Dispatched,
+    EventLevel,
+    HarnessVersion,
+    Membership,
+    Role,
+    Run,
+    RunStatus,
+    Workspace,
+)
+from scorecards.selectors import membership_for, run_get, run_versions_get
+from scorecards.services.events import event, events_record
 from scorecards.services.results import run_complete
 
 # ASCII digits only: `\d` would take other scripts' digits, and `int()` would read them.
@@ -74,6 +84,22 @@ def runtime_resolve(*, user: Any, runtime: str, capabilities: list[str]) -> Targ
     return Target(runner=runner, candidates=[runner])
 
 
+def _membership_locking_workspace(*, user: Any, slug: str) -> Membership:
+    """The submitter's membership, allowing a run, with the workspace row locked (one
+    statement); outsiders get NotFound and weaker members PermissionDenied, as `require_role`."""
+    membership = (
+        Membership.objects.select_related("workspace")
+        .select_for_update(of=("workspace",))
+        .filter(workspace__slug=slug, user=user)
+        .first()
+    )
+    if membership is None:
+        raise NotFound("Workspace not found.")
+    if not membership.allows(Role.MEMBER):
+        raise PermissionDenied(f"This needs the {Role.MEMBER} role in workspace {slug!r}.")
+    return membership
+
+
 def _check_quota(workspace: Workspace, now: datetime) -> None:
     if workspace.run_quota is None:
         return
@@ -113,12 +139,18 @@ def run_start(
     if not 1 <= repeats <= MAX_REPEATS:
         raise Invalid({"repeats": [f"Must be between 1 and {MAX_REPEATS}."]})
     _check_metadata(metadata)
-    require_role(user=user, slug=workspace_slug, role=Role.MEMBER)
     with transaction.atomic():
-        # The workspace row serializes run creation, so the quota holds under races.
-        workspace = Workspace.objects.select_for_update().get(slug=workspace_slug)
-        hv = harness_get(workspace=workspace, name=harness, version=harness_version)
-        dv = dataset_get(workspace=workspace, name=dataset, version=dataset_version)
+        # The workspace row serializes run creation, so the quota holds under races: it is
+        # locked with the membership that lets the submitter start a run.
+        membership = _membership_locking_workspace(user=user, slug=workspace_slug)
+        workspace = membership.workspace
+        hv, dv = run_versions_get(
+            workspace=workspace,
+            harness=harness,
+            harness_version=harness_version,
+            dataset=dataset,
+            dataset_version=dataset_version,
+        )
         spec = _runnable_spec(hv)
         target = runtime_resolve(user=user, runtime=runtime, capabilities=spec.capabilities)
         now = timezone.now()
@@ -138,20 +170,22 @@ def run_start(
             created_at=now,
         )
         count = _park_jobs(run, spec, target, case_keys)
-        event(
-            run,
-            f"Dispatched {_jobs_text(count, repeats)} of {hv} over {dv} to {_target_name(target)}.",
-        )
+        said = [
+            (
+                EventLevel.INFO,
+                f"Dispatched {_jobs_text(count, repeats)} of {hv} over {dv} "
+                f"to {_target_name(target)}.",
+            )
+        ]
         offline = [r for r in target.candidates if not r.is_online]
         if offline and len(offline) == len(target.candidates):
             names = ", ".join(r.label for r in offline)
-            event(
-                run,
-                f"Runner {names} is offline — {OFFLINE_HINT}",
-                EventLevel.WARNING,
-            )
+            said.append((EventLevel.WARNING, f"Runner {names} is offline — {OFFLINE_HINT}"))
+        events = events_record(run, said)
         if count == 0:
             run_complete(run, now)
+        else:
+            run.dispatched = Dispatched(jobs=count, events=events)
     return run
 
 
