@@ -21,7 +21,7 @@ from channels.db import database_sync_to_async
 from runnercli.protocol import MAX_WAIT_MS
 from runners import metrics, wakeup
 from runners.models import Runner
-from runners.presence import runner_touch
+from runners.presence import runner_touch, runner_touch_deferred
 from runners.queue.claim import LeasedJob, job_lease
 from runners.queue.handback import job_release
 
@@ -118,9 +118,10 @@ async def _poll(
                 # The process's last re-check found none of the owner's jobs queued and no
                 # wake-up came since: park at once (presence still counts).
                 metrics.CLAIMS.labels(found="skipped").inc()
-                await database_sync_to_async(runner_touch, thread_sensitive=False)(
-                    runner=runner, status=status
-                )
+                if not runner_touch_deferred(runner=runner, status=status):
+                    await database_sync_to_async(runner_touch, thread_sensitive=False)(
+                        runner=runner, status=status
+                    )
                 leased = []
             else:
                 leased = await _whole(
