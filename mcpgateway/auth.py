@@ -24,7 +24,7 @@ from pydantic import ConfigDict, Field
 from accounts import tokens
 from accounts.services import api_key_authenticate
 from accounts.transient import Unavailable, transient_cause
-from runners import wakeup
+from runners import metrics, wakeup
 from runners.models import Runner
 from runners.services import runner_authenticate
 
@@ -268,6 +268,7 @@ class EverdictTokenVerifier:
         if cached is not None:
             return cached
         generation, began = runner_principals.generation(), time.monotonic()
+        metrics.RUNNER_TOKEN_LOOKUPS.inc()
         principal = await resolve(token)
         if principal is not None:
             runner_principals.put(key, principal, generation, began)
