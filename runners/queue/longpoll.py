@@ -113,7 +113,7 @@ async def _poll(
     while True:
         # A fresh waiter each round, registered before the claim: a dispatch committing
         # while the claim runs sets this round's event and is never lost.
-        with wakeup.hub.waiting(runner.owner_id) as event:
+        with wakeup.hub.waiting(runner.owner_id) as waiter:
             if first and _nothing_to_claim(runner, capabilities):
                 # The process's last re-check found none of the owner's jobs queued and no
                 # wake-up came since: park at once (presence still counts).
@@ -137,7 +137,5 @@ async def _poll(
             capabilities = None
             # Parked: woken by a dispatch, a notification or the process's re-check task.
             # Nothing woke it by the deadline: answer empty; the runner's next poll claims.
-            try:
-                await asyncio.wait_for(event.wait(), remaining)
-            except TimeoutError:
+            if not await waiter.wait(remaining):
                 return []
