@@ -35,6 +35,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import wake_latency
 from databases import Scratch, add_database_arguments, scratch_database
@@ -135,16 +136,11 @@ def negotiated_wait_ms(url: str, token: str) -> int:
     headers = {**LEASE_HEADERS, "Mcp-Name": "hello", "Authorization": f"Bearer {token}"}
     request = urllib.request.Request(f"{url}/mcp", data=body, headers=headers, method="POST")
     with urllib.request.urlopen(request, timeout=30) as response:
-        reply = _tool_result(response.read().decode(), response.headers.get("content-type", ""))
+        reply = tool_result(response.read().decode(), response.headers.get("content-type", ""))
     return int(reply["structuredContent"]["limits"]["max_wait_ms"])
 
 
-def lease_reply(response: Any) -> dict[str, Any]:
-    """The `lease_job` result of a reply sent as JSON or as server-sent events."""
-    return _tool_result(response.text, response.headers.get("content-type", ""))
-
-
-def _tool_result(text: str, content_type: str) -> dict[str, Any]:
+def tool_result(text: str, content_type: str) -> dict[str, Any]:
     if content_type.startswith("text/event-stream"):
         data = [line[5:] for line in text.splitlines() if line.startswith("data:")]
         text = data[-1] if data else "{}"
@@ -155,6 +151,63 @@ def _tool_result(text: str, content_type: str) -> dict[str, Any]:
     return result
 
 
+class KeptConnection:
+    """One runner's keep-alive HTTP/1.1 connection: a POST, its whole reply, and again.
+
+    Each session holds a socket of its own, as a runner does, without a pool shared by the
+    process: httpx's pool does bookkeeping over all its connections on every reply, which
+    at thousands of connections per process stalls the client before the server.
+    """
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    def request(self, path: str, headers: dict[str, str], body: bytes) -> bytes:
+        lines = [f"POST {path} HTTP/1.1", f"Host: {self.host}:{self.port}"]
+        lines += [f"{name}: {value}" for name, value in headers.items()]
+        lines += [f"Content-Length: {len(body)}", "", ""]
+        return "\r\n".join(lines).encode() + body
+
+    async def post(self, request: bytes) -> tuple[int, str, str]:
+        """Send a prepared request; return (status, content type, body)."""
+        try:
+            if self._streams is None:
+                self._streams = await asyncio.open_connection(self.host, self.port)
+            reader, writer = self._streams
+            writer.write(request)
+            await writer.drain()
+            return await self._reply(reader)
+        except BaseException:
+            self.close()
+            raise
+
+    async def _reply(self, reader: asyncio.StreamReader) -> tuple[int, str, str]:
+        status = int((await reader.readline()).split()[1])
+        headers: dict[str, str] = {}
+        while (line := await reader.readline()) not in (b"\r\n", b"\n", b""):
+            name, _, value = line.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if "content-length" in headers:
+            body = await reader.readexactly(int(headers["content-length"]))
+        else:  # chunked (a server-sent events reply)
+            chunks = []
+            while size := int((await reader.readline()).split(b";")[0], 16):
+                chunks.append(await reader.readexactly(size))
+                await reader.readexactly(2)
+            await reader.readline()
+            body = b"".join(chunks)
+        if headers.get("connection", "").lower() == "close":
+            self.close()
+        return status, headers.get("content-type", ""), body.decode()
+
+    def close(self) -> None:
+        if self._streams is not None:
+            self._streams[1].close()
+            self._streams = None
+
+
 def client_process(
     url: str, tokens: list[str], wait_ms: int, rate: float, stop: Any, opened: Any, results: Any
 ) -> None:
@@ -162,59 +215,59 @@ def client_process(
 
     Each idle runner is what the server sees of `python -m runnercli run` with nothing to
     do: the same `lease_job` tool call over stateless Streamable HTTP, with its own token,
-    again as soon as the last one answered. It is sent as a bare JSON-RPC POST over one
-    shared HTTP client rather than a full SDK session per runner, so that thousands of
-    runners fit in a few client processes beside the server on a small machine.
+    again as soon as the last one answered. It is sent as a bare JSON-RPC POST over a
+    keep-alive connection of its own rather than a full SDK session per runner, so that
+    thousands of runners fit in a few client processes beside the server on a small
+    machine.
     """
-    import logging
     import resource
-
-    import httpx2
 
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    for name in ("httpx2", "httpcore2"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
     stats: dict[str, Any] = {"polls": 0, "jobs": 0, "errors": {}}
+    body = json.dumps(lease_call(wait_ms)).encode()
 
-    async def runner(http: Any, token: str) -> None:
-        headers = {"Authorization": f"Bearer {token}", **LEASE_HEADERS}
-        call = lease_call(wait_ms)
+    def error(key: str) -> None:
+        stats["errors"][key] = stats["errors"].get(key, 0) + 1
+
+    async def runner(token: str) -> None:
+        connection = KeptConnection(url)
+        request = connection.request(
+            "/mcp", {"Authorization": f"Bearer {token}", **LEASE_HEADERS}, body
+        )
         with opened.get_lock():
             opened.value += 1
-        while True:
-            try:
-                response = await http.post(f"{url}/mcp", json=call, headers=headers)
-                response.raise_for_status()
-                reply = lease_reply(response)
-                stats["polls"] += 1
-                if leased_jobs(reply.get("structuredContent")):
-                    stats["jobs"] += 1
-                if reply.get("isError"):
-                    key = "tool error"
-                    stats["errors"][key] = stats["errors"].get(key, 0) + 1
-            except Exception as exc:
-                key = type(exc).__name__
-                stats["errors"][key] = stats["errors"].get(key, 0) + 1
-                await asyncio.sleep(1)
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout(wait_ms / 1000 + 90):
+                        status, content_type, text = await connection.post(request)
+                    if status != 200:
+                        raise RuntimeError(f"HTTP {status}")
+                    reply = tool_result(text, content_type)
+                    stats["polls"] += 1
+                    if leased_jobs(reply.get("structuredContent")):
+                        stats["jobs"] += 1
+                    if reply.get("isError"):
+                        error("tool error")
+                except Exception as exc:
+                    error(type(exc).__name__)
+                    await asyncio.sleep(1)
+        finally:
+            connection.close()
 
     async def run() -> None:
-        http = httpx2.AsyncClient(
-            timeout=httpx2.Timeout(30, read=wait_ms / 1000 + 90),
-            limits=httpx2.Limits(max_connections=None, max_keepalive_connections=None),
-        )
-        async with http:
-            tasks = []
-            for token in tokens:
-                tasks.append(asyncio.create_task(runner(http, token)))
-                await asyncio.sleep(1 / rate)
-                if stop.is_set():
-                    break
-            while not stop.is_set():
-                await asyncio.sleep(0.2)
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        tasks = []
+        for token in tokens:
+            tasks.append(asyncio.create_task(runner(token)))
+            await asyncio.sleep(1 / rate)
+            if stop.is_set():
+                break
+        while not stop.is_set():
+            await asyncio.sleep(0.2)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     asyncio.run(run())
     results.put(stats)

@@ -191,11 +191,13 @@ class RunnerPrincipals:
             }
         if not aged:
             return 0
-        valid = set(
-            Runner.objects.active()
-            .filter(pk__in=sorted(aged), owner__is_active=True)
-            .values_list("pk", flat=True)
-        )
+        ids, valid = sorted(aged), set[int]()
+        for start in range(0, len(ids), REVERIFY_CHUNK):
+            valid.update(
+                Runner.objects.active()
+                .filter(pk__in=ids[start : start + REVERIFY_CHUNK], owner__is_active=True)
+                .values_list("pk", flat=True)
+            )
         with self._lock:
             for key, (principal, verified_at) in list(self._entries.items()):
                 runner_id = principal.runner.pk if principal.runner is not None else None
@@ -221,6 +223,9 @@ class RunnerPrincipals:
             except Exception:
                 # The entries age out meanwhile; each is then looked up on its own.
                 log.warning("could not verify kept runner tokens again", exc_info=True)
+
+
+REVERIFY_CHUNK = 1000
 
 
 def _ttl() -> float:
