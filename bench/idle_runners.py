@@ -61,6 +61,8 @@ class Reading:
     runner_updates_per_s: float | None = None
     commits_per_s: float | None = None
     parked: int = 0
+    polls_per_s: float = 0.0  # lease_job calls answered per second in the window
+    hello_cpu_s: float = 0.0  # server CPU per hello call
     wake: list[float] = field(default_factory=list)
     hello: list[float] = field(default_factory=list)
     polls: int = 0
@@ -284,6 +286,33 @@ def scrape(url: str, name: str) -> float:
     return 0.0
 
 
+def scrape_total(url: str, name: str) -> float:
+    """The sum of a metric over all its labels."""
+    with urllib.request.urlopen(f"{url}/metrics", timeout=30) as response:
+        lines = response.read().decode().splitlines()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith(name + "{"))
+
+
+def hello_cpu(server: Server, token: str, calls: int) -> float:
+    """Server CPU seconds per `hello` call (the same bare POST as the idle sessions')."""
+    request = json.dumps(tool_call("hello", {"protocol": 2, "capabilities": ["python"]}))
+    headers = {**LEASE_HEADERS, "Mcp-Name": "hello", "Authorization": f"Bearer {token}"}
+
+    async def send_all() -> None:
+        connection = KeptConnection(server.url)
+        prepared = connection.request("/mcp", headers, request.encode())
+        try:
+            for _ in range(calls):
+                await connection.post(prepared)
+        finally:
+            connection.close()
+
+    asyncio.run(send_all())  # warm: the token is kept, as an idle runner's is
+    before = server.cpu_seconds()
+    asyncio.run(send_all())
+    return (server.cpu_seconds() - before) / calls
+
+
 def db_counters(scratch: Scratch) -> tuple[int, int] | None:
     """(updates of runners_runner rows, transactions committed) so far, from pg_stat views."""
     if not scratch.is_postgres:
@@ -305,6 +334,7 @@ def observe(server: Server, scratch: Scratch, window: float, reading: Reading) -
     """Server CPU, peak RSS and database write rates over `window` seconds."""
     # Statistics reach the views within a second or so of each transaction.
     before = db_counters(scratch)
+    polls_before = scrape_total(server.url, "everdict_lease_calls_total")
     cpu_before = server.cpu_seconds()
     began = time.monotonic()
     peak = server.rss_bytes()
@@ -313,6 +343,9 @@ def observe(server: Server, scratch: Scratch, window: float, reading: Reading) -
         peak = max(peak, server.rss_bytes())
     took = time.monotonic() - began
     reading.cpu_per_s = (server.cpu_seconds() - cpu_before) / took
+    reading.polls_per_s = (
+        scrape_total(server.url, "everdict_lease_calls_total") - polls_before
+    ) / took
     reading.rss = peak
     time.sleep(1.5)  # let the last second's statistics arrive
     after = db_counters(scratch)
@@ -360,6 +393,7 @@ def measure_n(
         # Baseline: the same server with no idle runner, after the same warm-up calls.
         base = Reading(runners=0)
         wake(server, member, measured, args.wake_jobs, base, args.wake_budget)
+        base.hello_cpu_s = hello_cpu(server, measured[1], args.hello_calls)
         observe(server, scratch, args.base_window, base)
 
         ctx = mp.get_context("spawn")
@@ -450,6 +484,9 @@ def main() -> None:
     parser.add_argument("--base-window", type=float, default=10, help="baseline window (10)")
     parser.add_argument("--wake-jobs", type=int, default=50, help="jobs for the wake latency")
     parser.add_argument(
+        "--hello-calls", type=int, default=300, help="hello calls for the CPU baseline (300)"
+    )
+    parser.add_argument(
         "--wake-budget", type=float, default=60, help="at most this many seconds of wake jobs"
     )
     parser.add_argument(
@@ -502,6 +539,15 @@ def main() -> None:
                 f"  per idle runner: {rss / 1024:.1f} KiB RSS, {cpu * 1000:.3f} ms CPU per second; "
                 f"projected RSS for {TARGET_RUNNERS:,}: {projected / 2**20:.0f} MiB"
             )
+            # Everything the idle runners cost, per poll they make: parked time included.
+            per_poll = (
+                (idle.cpu_per_s - base.cpu_per_s) / idle.polls_per_s if idle.polls_per_s else 0
+            )
+            print(
+                f"  {idle.polls_per_s:.1f} polls answered per second; server CPU per empty "
+                f"re-poll {per_poll * 1000:.2f} ms beside {base.hello_cpu_s * 1000:.2f} ms per "
+                "hello (same server, before the idle runners came)"
+            )
             held = idle.parked >= 0.95 * n
             if not held:
                 print(
@@ -529,6 +575,14 @@ def main() -> None:
                 ratio=f"{cpu * 1000 * 1000:.1f} us/s/runner",
                 target=f"{TARGET_RUNNERS:,} <= {TARGET_CPU * 100:.0f}% core",
                 met=projected_cpu <= TARGET_CPU if held else None,
+            )
+            summary.add(
+                benchmark="idle_runners",
+                figure=f"server CPU per empty re-poll, {n:,} idle",
+                value=f"{per_poll * 1000:.2f} ms ({idle.polls_per_s:.0f} polls/s)",
+                baseline=f"{base.hello_cpu_s * 1000:.2f} ms per hello",
+                ratio=f"{per_poll / base.hello_cpu_s:.1f}x" if base.hello_cpu_s > 0 else "-",
+                target="-",
             )
             if idle.runner_updates_per_s is not None and base.runner_updates_per_s is not None:
                 summary.add(
