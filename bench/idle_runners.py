@@ -278,18 +278,29 @@ def client_process(
 # ------------------------------------------------------------------------ measuring
 
 
+def metric_lines(url: str) -> list[str]:
+    """The server's /metrics, or nothing when it does not answer in time: a saturated
+    server is a finding of the run, not the end of it."""
+    try:
+        with urllib.request.urlopen(f"{url}/metrics", timeout=30) as response:
+            return list(response.read().decode().splitlines())
+    except OSError as exc:
+        print(f"  /metrics unanswered ({type(exc).__name__}): the server is saturated")
+        return []
+
+
 def scrape(url: str, name: str) -> float:
-    with urllib.request.urlopen(f"{url}/metrics", timeout=30) as response:
-        for line in response.read().decode().splitlines():
-            if line.startswith(name + " ") or line.startswith(name + "{"):
-                return float(line.rsplit(" ", 1)[1])
+    for line in metric_lines(url):
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
     return 0.0
 
 
-def scrape_total(url: str, name: str) -> float:
-    """The sum of a metric over all its labels."""
-    with urllib.request.urlopen(f"{url}/metrics", timeout=30) as response:
-        lines = response.read().decode().splitlines()
+def scrape_total(url: str, name: str) -> float | None:
+    """The sum of a metric over all its labels (None when /metrics did not answer)."""
+    lines = metric_lines(url)
+    if not lines:
+        return None
     return sum(float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith(name + "{"))
 
 
@@ -343,9 +354,9 @@ def observe(server: Server, scratch: Scratch, window: float, reading: Reading) -
         peak = max(peak, server.rss_bytes())
     took = time.monotonic() - began
     reading.cpu_per_s = (server.cpu_seconds() - cpu_before) / took
-    reading.polls_per_s = (
-        scrape_total(server.url, "everdict_lease_calls_total") - polls_before
-    ) / took
+    polls_after = scrape_total(server.url, "everdict_lease_calls_total")
+    if polls_before is not None and polls_after is not None:
+        reading.polls_per_s = (polls_after - polls_before) / took
     reading.rss = peak
     time.sleep(1.5)  # let the last second's statistics arrive
     after = db_counters(scratch)
