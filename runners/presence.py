@@ -65,7 +65,10 @@ class PresenceWriter:
 
     def keep_status(self, runner_id: int, status: str) -> bool:
         """Keep this status line alive from the next write, if it is the line last written
-        for this runner; False when it must be written now (changed, or no writer runs)."""
+        for this runner; False when it must be written now (changed, or no writer runs).
+
+        What was written last is known per process: a runner whose calls alternate between
+        replicas may show the line another replica wrote for up to half its lifetime."""
         if not self.running:
             return False
         now = time.monotonic()
