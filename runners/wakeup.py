@@ -198,10 +198,12 @@ class _PgListener:
         self.listening = False
 
     def ensure_started(self) -> None:
-        if connection.vendor != "postgresql":
-            return
         loop = asyncio.get_running_loop()
+        # Checked first: called on every runner call, and reading `connection` from the
+        # event loop goes through a context-local lookup.
         if self._task is not None and not self._task.done() and self._loop is loop:
+            return
+        if connection.vendor != "postgresql":
             return
         self._loop = loop
         self._task = loop.create_task(self._listen_forever())
