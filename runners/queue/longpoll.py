@@ -68,7 +68,9 @@ async def job_lease_wait(
     goes back to the queue instead of leaking a lease.
     """
     poll = _poll(runner, capabilities, status, wait_ms, max_jobs)
-    return await cancel_once(poll, undelivered=lambda grants: _give_back(runner, grants))
+    leased = await cancel_once(poll, undelivered=lambda grants: _give_back(runner, grants))
+    metrics.LEASE_CALLS.labels(outcome="job" if leased else "empty").inc()
+    return leased
 
 
 async def _give_back(runner: Runner, grants: list[LeasedJob]) -> None:
