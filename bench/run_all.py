@@ -28,7 +28,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "queue_depth": ([], ["--levels", "1000,100000", "--claims", "50"]),
     "throughput": ([], ["--jobs", "300", "--raw-jobs", "1000"]),
     "wake_latency": ([], ["--jobs", "100", "--warmup", "5"]),
-    "idle_runners": ([], ["--n", "500", "--window", "20", "--wake-jobs", "20"]),
+    "idle_runners": (["--n", "1000,10000"], ["--n", "500", "--window", "20", "--wake-jobs", "20"]),
     "consent": ([], ["--jobs", "300", "--entries", "100"]),
     "grading": ([], ["--results", "10", "--calls", "50"]),
     "run_page": ([], ["--sizes", "100,2000", "--repeat", "3"]),

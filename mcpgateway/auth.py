@@ -8,6 +8,8 @@ that carries the runner or the user it was resolved to.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
 import time
 from typing import Any, Literal
@@ -22,9 +24,11 @@ from pydantic import ConfigDict, Field
 from accounts import tokens
 from accounts.services import api_key_authenticate
 from accounts.transient import Unavailable, transient_cause
-from runners import wakeup
+from runners import metrics, wakeup
 from runners.models import Runner
 from runners.services import runner_authenticate
+
+log = logging.getLogger(__name__)
 
 RUNNER_SCOPE = "runner"
 PERSONAL_SCOPE = "personal"
@@ -105,32 +109,42 @@ class RunnerPrincipals:
     An entry is forgotten at once when its runner is revoked — on every replica, through
     the notification listener — and all are forgotten when notifications may have been
     missed; entries are kept only while that listener is listening (PostgreSQL), and for
-    EVERDICT_AUTH_CACHE_S at most (an owner deactivated by an admin). The runner row is
-    shared by the runner's concurrent calls, as its presence throttle.
+    EVERDICT_AUTH_CACHE_S at most since they were last verified (an owner deactivated
+    behind the application's back). The process verifies the entries that have aged a third
+    of that again every third of it, in one query for all of them, so a runner that polls
+    every 55 s is never looked up on its own once kept. The runner row is shared by the
+    runner's concurrent calls, as its presence throttle.
     """
 
     MAX_ENTRIES = 100_000
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        # digest of the token -> (principal, when it was last verified)
         self._entries: dict[str, tuple[Principal, float]] = {}
         self._generation = 0
         self._following = False
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def follow_revocations(self) -> None:
-        """Forget a runner's principal whenever it is revoked, anywhere (once per process)."""
+        """Forget a runner's principal whenever it is revoked, anywhere (once per process),
+        and keep the entries verified (once per event loop)."""
         with self._lock:
-            if self._following:
-                return
-            self._following = True
-        wakeup.on_runner_revoked(self.forget)
+            following, self._following = self._following, True
+        if not following:
+            wakeup.on_runner_revoked(self.forget)
+        loop = asyncio.get_running_loop()
+        if self._task is None or self._task.done() or self._loop is not loop:
+            self._loop = loop
+            self._task = loop.create_task(self._reverify_forever(), name="runner-principals")
 
     def get(self, key: str) -> Principal | None:
         with self._lock:
             found = self._entries.get(key)
             if found is None:
                 return None
-            if found[1] < time.monotonic():
+            if found[1] + _ttl() < time.monotonic():
                 del self._entries[key]
                 return None
             return found[0]
@@ -139,17 +153,16 @@ class RunnerPrincipals:
         with self._lock:
             return self._generation
 
-    def put(self, key: str, principal: Principal, generation: int) -> None:
+    def put(self, key: str, principal: Principal, generation: int, verified_at: float) -> None:
         """Keep a principal resolved since `generation`, unless a revocation came between."""
-        ttl = float(settings.EVERDICT_AUTH_CACHE_S)
-        if ttl <= 0 or not wakeup.listener.listening:
+        if _ttl() <= 0 or not wakeup.listener.listening:
             return
         with self._lock:
             if generation != self._generation:
                 return
             if len(self._entries) >= self.MAX_ENTRIES:
                 self._entries.clear()
-            self._entries[key] = (principal, time.monotonic() + ttl)
+            self._entries[key] = (principal, verified_at)
 
     def forget(self, runner_id: int | None) -> None:
         """Forget this runner's principal (every principal when None)."""
@@ -165,6 +178,58 @@ class RunnerPrincipals:
             ]
             for key in stale:
                 del self._entries[key]
+
+    def reverify(self) -> int:
+        """Verify again, in one query, the entries that have aged a third of the bound: keep
+        those still valid from now, forget the others. Returns how many were checked."""
+        began, generation = time.monotonic(), self.generation()
+        with self._lock:
+            aged = {
+                principal.runner.pk
+                for principal, verified_at in self._entries.values()
+                if principal.runner is not None and began - verified_at >= _ttl() / 3
+            }
+        if not aged:
+            return 0
+        ids, valid = sorted(aged), set[int]()
+        for start in range(0, len(ids), REVERIFY_CHUNK):
+            valid.update(
+                Runner.objects.active()
+                .filter(pk__in=ids[start : start + REVERIFY_CHUNK], owner__is_active=True)
+                .values_list("pk", flat=True)
+            )
+        with self._lock:
+            for key, (principal, verified_at) in list(self._entries.items()):
+                runner_id = principal.runner.pk if principal.runner is not None else None
+                if runner_id not in aged:
+                    continue
+                if runner_id not in valid:
+                    del self._entries[key]
+                elif generation == self._generation:
+                    # No revocation came while the query ran: still valid as of `began`.
+                    self._entries[key] = (principal, max(verified_at, began))
+        return len(aged)
+
+    async def _reverify_forever(self) -> None:
+        reverify = database_sync_to_async(
+            self.reverify, thread_sensitive=False, executor=wakeup.housekeeping_executor()
+        )
+        while True:
+            await asyncio.sleep(max(0.1, _ttl() / 3))
+            if not self._entries:
+                continue
+            try:
+                await reverify()
+            except Exception:
+                # The entries age out meanwhile; each is then looked up on its own.
+                log.warning("could not verify kept runner tokens again", exc_info=True)
+
+
+REVERIFY_CHUNK = 1000
+
+
+def _ttl() -> float:
+    return float(settings.EVERDICT_AUTH_CACHE_S)
 
 
 runner_principals = RunnerPrincipals()
@@ -207,10 +272,11 @@ class EverdictTokenVerifier:
         cached = runner_principals.get(key)
         if cached is not None:
             return cached
-        generation = runner_principals.generation()
+        generation, began = runner_principals.generation(), time.monotonic()
+        metrics.RUNNER_TOKEN_LOOKUPS.inc()
         principal = await resolve(token)
         if principal is not None:
-            runner_principals.put(key, principal, generation)
+            runner_principals.put(key, principal, generation, began)
         return principal
 
 

@@ -262,9 +262,12 @@ def _device_token(server: str, label: str, capabilities: list[str], browser: boo
 @click.option(
     "--wait-ms",
     type=click.IntRange(0, MAX_WAIT_MS),
-    default=25_000,
+    # The longest the protocol allows: the server's `hello` (limits.max_wait_ms) may offer
+    # less, and the client keeps within that, so by default a runner waits as long as the
+    # server offers and an idle runner costs the server as few polls as it allows.
+    default=MAX_WAIT_MS,
     show_default=True,
-    help="How long one lease request waits for a job.",
+    help="How long one lease request waits for a job, at most what the server offers.",
 )
 @capability_option
 @click.option("--once", is_flag=True, help="Wait for one job, run it, exit.")

@@ -37,6 +37,10 @@ CLAIMS = Counter(
     " last re-check found the owner with no queued job (skipped).",
     ["found"],
 )
+RUNNER_TOKEN_LOOKUPS = Counter(
+    "everdict_runner_token_lookups",
+    "Runner tokens looked up for one call (not answered from the process's kept principals).",
+)
 RECHECKS = Counter(
     "everdict_wake_rechecks", "Periodic re-checks of the owners with parked long-polls."
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from datetime import timedelta
 
 from channels.db import database_sync_to_async
@@ -20,6 +21,8 @@ log = logging.getLogger(__name__)
 
 # How often a server process writes the presence refreshes it collected, in one UPDATE.
 PRESENCE_FLUSH_S = 1.0
+# Runners whose last status line a process remembers (beyond it, lines are written again).
+MAX_REMEMBERED_STATUSES = 200_000
 
 
 class PresenceWriter:
@@ -34,6 +37,10 @@ class PresenceWriter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._due: set[int] = set()
+        # Status lines to write again unchanged (to keep them from expiring), with the last
+        # line written for each runner and when: runner id -> (status, monotonic time).
+        self._statuses_due: dict[int, str] = {}
+        self._written: dict[int, tuple[str, float]] = {}
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -44,20 +51,57 @@ class PresenceWriter:
         self._loop = loop
         self._task = loop.create_task(self._run(), name="presence-writer")
 
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
     def refresh(self, runner_id: int) -> bool:
         """Queue a refresh for the next write; False when no writer runs in this process."""
-        if self._task is None or self._task.done():
+        if not self.running:
             return False
         with self._lock:
             self._due.add(runner_id)
         return True
 
+    def keep_status(self, runner_id: int, status: str) -> bool:
+        """Keep this status line alive from the next write, if it is the line last written
+        for this runner; False when it must be written now (changed, or no writer runs).
+
+        What was written last is known per process: a runner whose calls alternate between
+        replicas may show the line another replica wrote for up to half its lifetime."""
+        if not self.running:
+            return False
+        now = time.monotonic()
+        with self._lock:
+            last = self._written.get(runner_id)
+            if last is None or last[0] != status:
+                return False
+            # Written again once half its lifetime has passed: a runner polling at least
+            # every EVERDICT_STATUS_TTL_S / 2 never sees its line expire.
+            if now - last[1] >= settings.EVERDICT_STATUS_TTL_S / 2:
+                self._statuses_due[runner_id] = status
+                self._written[runner_id] = (status, now)
+        return True
+
+    def status_written(self, runner_id: int, status: str) -> None:
+        """Remember the line just written for this runner, so repeating it costs nothing."""
+        with self._lock:
+            if len(self._written) >= MAX_REMEMBERED_STATUSES:
+                self._written.clear()
+            self._written[runner_id] = (status, time.monotonic())
+
     def flush(self) -> int:
         """Write the collected refreshes now; returns how many runners were written."""
         with self._lock:
             due, self._due = self._due, set()
+            statuses, self._statuses_due = self._statuses_due, {}
         if due:
             Runner.objects.filter(pk__in=sorted(due)).update(last_seen_at=timezone.now())
+        if statuses:
+            cache.set_many(
+                {_status_key(pk): line for pk, line in statuses.items()},
+                settings.EVERDICT_STATUS_TTL_S,
+            )
         return len(due)
 
     async def _run(self) -> None:
@@ -86,8 +130,11 @@ def runner_touch(*, runner: Runner, status: str | None = None) -> None:
 
     The row is refreshed at most every EVERDICT_PRESENCE_WRITE_S, and refreshes of online
     runners are batched by the process's presence writer, so thousands of idle long-polling
-    runners do not turn presence into a write load on the database.
+    runners do not turn presence into a write load on the database; an unchanged status
+    line is likewise only kept alive, in the writer's batch.
     """
+    if runner_touch_deferred(runner=runner, status=status):
+        return
     now = timezone.now()
     stale_before = now - timedelta(seconds=settings.EVERDICT_PRESENCE_WRITE_S)
     if runner.last_seen_at is None or runner.last_seen_at < stale_before:
@@ -97,7 +144,29 @@ def runner_touch(*, runner: Runner, status: str | None = None) -> None:
             ).update(last_seen_at=now)
         runner.last_seen_at = now
     if status:
-        cache.set(_status_key(runner.pk), status[:MAX_STATUS_CHARS], settings.EVERDICT_STATUS_TTL_S)
+        line = status[:MAX_STATUS_CHARS]
+        cache.set(_status_key(runner.pk), line, settings.EVERDICT_STATUS_TTL_S)
+        presence_writer.status_written(runner.pk, line)
+
+
+def runner_touch_deferred(*, runner: Runner, status: str | None = None) -> bool:
+    """Do `runner_touch` in memory, for the process's presence writer to write, when it
+    needs no write of its own now: an online runner with its status line unchanged. Safe in
+    the event loop (no I/O); False when `runner_touch` must do it (in a thread)."""
+    if not presence_writer.running:
+        return False
+    line = status[:MAX_STATUS_CHARS] if status else ""
+    now = timezone.now()
+    stale_before = now - timedelta(seconds=settings.EVERDICT_PRESENCE_WRITE_S)
+    stale = runner.last_seen_at is None or runner.last_seen_at < stale_before
+    if stale and not runner.is_online:
+        return False  # coming (back) online: written at once, so it shows at once
+    if line and not presence_writer.keep_status(runner.pk, line):
+        return False
+    if stale:
+        presence_writer.refresh(runner.pk)
+        runner.last_seen_at = now
+    return True
 
 
 def runner_statuses(runner_ids: list[int]) -> dict[int, str]:

@@ -37,14 +37,31 @@ REVOKED_CHANNEL = "everdict_runners_revoked"
 
 
 class _Waiter:
-    __slots__ = ("event", "loop")
+    """One parked long-poll: a future woken by a dispatch or expired by one timer on the
+    event loop's heap — no task and no event of its own, however many are parked."""
+
+    __slots__ = ("future", "loop")
 
     def __init__(self) -> None:
         self.loop = asyncio.get_running_loop()
-        self.event = asyncio.Event()
+        self.future: asyncio.Future[bool] = self.loop.create_future()
 
     def wake(self) -> None:
-        self.loop.call_soon_threadsafe(self.event.set)
+        self.loop.call_soon_threadsafe(self._settle, True)
+
+    def _settle(self, woken: bool) -> None:
+        if not self.future.done():
+            self.future.set_result(woken)
+
+    async def wait(self, timeout: float) -> bool:
+        """Wait until woken (True) or `timeout` seconds have passed (False)."""
+        if self.future.done():
+            return self.future.result()
+        timer = self.loop.call_later(max(0.0, timeout), self._settle, False)
+        try:
+            return await self.future
+        finally:
+            timer.cancel()
 
 
 class WakeHub:
@@ -63,14 +80,14 @@ class WakeHub:
         self._empty: dict[int, float] = {}  # owner -> when a re-check found no queued job
 
     @contextmanager
-    def waiting(self, owner_id: int) -> Iterator[asyncio.Event]:
+    def waiting(self, owner_id: int) -> Iterator[_Waiter]:
         # Registered before the caller checks the queue, so a dispatch committing between
         # that check and the wait still wakes it.
         waiter = _Waiter()
         with self._lock:
             self._waiters[owner_id].add(waiter)
         try:
-            yield waiter.event
+            yield waiter
         finally:
             with self._lock:
                 bucket = self._waiters.get(owner_id)
@@ -181,10 +198,12 @@ class _PgListener:
         self.listening = False
 
     def ensure_started(self) -> None:
-        if connection.vendor != "postgresql":
-            return
         loop = asyncio.get_running_loop()
+        # Checked first: called on every runner call, and reading `connection` from the
+        # event loop goes through a context-local lookup.
         if self._task is not None and not self._task.done() and self._loop is loop:
+            return
+        if connection.vendor != "postgresql":
             return
         self._loop = loop
         self._task = loop.create_task(self._listen_forever())

@@ -129,3 +129,21 @@ def test_the_request_latency_benchmark_sets_api_calls_beside_healthz(tmp_path: P
     assert all(row["baseline"].startswith("GET /healthz ") for row in result["rows"])
     # Each figure is told with its SQL statements, counted in process.
     assert sum("SQL statements" in note for note in result["notes"]) == 2
+
+
+def test_the_idle_runners_benchmark_parks_runners_in_the_window_hello_offers(
+    tmp_path: Path,
+) -> None:
+    args = ["--n", "40", "--window", "3", "--base-window", "2", "--settle", "1"]
+    # On SQLite a job dispatched by the benchmark's own process wakes the server's parked
+    # polls through its periodic re-check alone: shortened here.
+    args += ["--wake-jobs", "3", "--client-procs", "2", "--recheck-s", "0.2"]
+    result = bench("idle_runners", args, tmp_path)
+    figures = [row["figure"] for row in result["rows"]]
+    assert figures[:2] == [
+        "RSS, 40 idle (projected 10,000)",
+        "server CPU, 40 idle (projected 10,000)",
+    ]
+    assert figures[-1] == "wake p50 / p99, 40 idle"
+    assert "long-poll window 55 s (offered in hello); 40 long-polls parked" in result["stdout"]
+    assert "client errors none" in result["stdout"]

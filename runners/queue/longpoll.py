@@ -21,7 +21,7 @@ from channels.db import database_sync_to_async
 from runnercli.protocol import MAX_WAIT_MS
 from runners import metrics, wakeup
 from runners.models import Runner
-from runners.presence import runner_touch
+from runners.presence import runner_touch, runner_touch_deferred
 from runners.queue.claim import LeasedJob, job_lease
 from runners.queue.handback import job_release
 
@@ -68,7 +68,9 @@ async def job_lease_wait(
     goes back to the queue instead of leaking a lease.
     """
     poll = _poll(runner, capabilities, status, wait_ms, max_jobs)
-    return await cancel_once(poll, undelivered=lambda grants: _give_back(runner, grants))
+    leased = await cancel_once(poll, undelivered=lambda grants: _give_back(runner, grants))
+    metrics.LEASE_CALLS.labels(outcome="job" if leased else "empty").inc()
+    return leased
 
 
 async def _give_back(runner: Runner, grants: list[LeasedJob]) -> None:
@@ -113,14 +115,15 @@ async def _poll(
     while True:
         # A fresh waiter each round, registered before the claim: a dispatch committing
         # while the claim runs sets this round's event and is never lost.
-        with wakeup.hub.waiting(runner.owner_id) as event:
+        with wakeup.hub.waiting(runner.owner_id) as waiter:
             if first and _nothing_to_claim(runner, capabilities):
                 # The process's last re-check found none of the owner's jobs queued and no
                 # wake-up came since: park at once (presence still counts).
                 metrics.CLAIMS.labels(found="skipped").inc()
-                await database_sync_to_async(runner_touch, thread_sensitive=False)(
-                    runner=runner, status=status
-                )
+                if not runner_touch_deferred(runner=runner, status=status):
+                    await database_sync_to_async(runner_touch, thread_sensitive=False)(
+                        runner=runner, status=status
+                    )
                 leased = []
             else:
                 leased = await _whole(
@@ -136,7 +139,5 @@ async def _poll(
             capabilities = None
             # Parked: woken by a dispatch, a notification or the process's re-check task.
             # Nothing woke it by the deadline: answer empty; the runner's next poll claims.
-            try:
-                await asyncio.wait_for(event.wait(), remaining)
-            except TimeoutError:
+            if not await waiter.wait(remaining):
                 return []

@@ -8,6 +8,7 @@ NOTIFY to every process). On SQLite nothing is kept: every call looks the token 
 from __future__ import annotations
 
 import time
+import urllib.request
 from typing import Any
 
 import pytest
@@ -77,3 +78,36 @@ def test_an_owner_deactivated_by_an_admin_loses_access_at_once(
     while status == 200 and time.monotonic() < refused_after:
         status = call_status(server, paired.token)
     assert status == 401
+
+
+def token_lookups(server: LiveServer) -> float:
+    with urllib.request.urlopen(f"{server.url}/metrics", timeout=10) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith("everdict_runner_token_lookups_total "):
+                return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_a_runner_polling_past_the_bound_is_verified_again_in_bulk_not_call_by_call(
+    server: LiveServer, alice: Any
+) -> None:
+    paired = runner_pair(owner=alice, label="laptop")
+    assert call_status(server, paired.token) == 200
+    before = token_lookups(server)
+    calls = 0
+    until = time.monotonic() + 2 * CACHE_S + 1
+    while time.monotonic() < until:
+        assert call_status(server, paired.token) == 200
+        calls += 1
+        time.sleep(0.5)
+    looked_up = token_lookups(server) - before
+    # On SQLite nothing is kept: every call is looked up.
+    assert looked_up == (0 if connection.vendor == "postgresql" else calls)
+
+    type(alice).objects.filter(pk=alice.pk).update(is_active=False)  # no announcement
+    refused_after = time.monotonic() + CACHE_S + 0.5
+    status = call_status(server, paired.token)
+    while status == 200 and time.monotonic() < refused_after:
+        time.sleep(0.2)
+        status = call_status(server, paired.token)
+    assert status == 401, "verifying again keeps the bound"

@@ -10,12 +10,18 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from runners.models import Runner
-from runners.presence import presence_writer, runner_touch
+from runners.presence import (
+    presence_writer,
+    runner_statuses,
+    runner_touch,
+    runner_touch_deferred,
+)
 from runners.wakeup import housekeeping_executor
 from tests.suites import pair
 
@@ -97,3 +103,36 @@ def test_a_recently_seen_runner_is_not_written_again(alice: Any) -> None:
         runner_touch(runner=Runner.objects.get(pk=desk.pk))
     assert seen(desk) == first
     assert [q for q in queries if q["sql"].startswith("UPDATE")] == []
+
+
+def test_an_unchanged_status_line_is_only_kept_alive_in_the_batched_write(
+    alice: Any, writer_running: None, settings: Any
+) -> None:
+    settings.EVERDICT_STATUS_TTL_S = 2
+    desk = pair(alice, label="desk")
+    runner = Runner.objects.get(pk=desk.pk)
+    runner_touch(runner=runner, status="idle")
+    assert runner_statuses([desk.pk]) == {desk.pk: "idle"}, "a new line is written at once"
+
+    cache.delete(f"everdict:runner-status:{desk.pk}")  # to see whether it is written again
+    with CaptureQueriesContext(connection) as queries:
+        assert runner_touch_deferred(runner=runner, status="idle")
+    assert len(queries) == 0
+    assert runner_statuses([desk.pk]) == {}, "repeating the line writes nothing now"
+
+    time.sleep(1.1)  # half its lifetime: written again, with the writer's next batch
+    assert runner_touch_deferred(runner=runner, status="idle")
+    give_up = time.monotonic() + 5
+    while time.monotonic() < give_up and not runner_statuses([desk.pk]):
+        time.sleep(0.1)
+    assert runner_statuses([desk.pk]) == {desk.pk: "idle"}
+
+    assert not runner_touch_deferred(runner=runner, status="running case 1")
+    runner_touch(runner=runner, status="running case 1")
+    assert runner_statuses([desk.pk]) == {desk.pk: "running case 1"}, "a change shows at once"
+
+
+def test_a_runner_coming_online_is_not_deferred(alice: Any, writer_running: None) -> None:
+    desk = pair(alice, label="desk")
+    Runner.objects.filter(pk=desk.pk).update(last_seen_at=None)
+    assert not runner_touch_deferred(runner=Runner.objects.get(pk=desk.pk), status="idle")
