@@ -148,33 +148,39 @@ def _record_settled(ended: list[tuple[RunnerJob, Outcome]], now: datetime) -> No
 
 def _jobs_end(jobs: list[RunnerJob], now: datetime) -> None:
     """End jobs, each with its own (status, reason, log counters): one statement."""
-    table = RunnerJob._meta.db_table
-    values = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(jobs))
-    sql = (
-        f"WITH ended(id, status, reason, kept, bytes, dropped) AS (VALUES {values})"
-        f" UPDATE {table} SET status = ended.status, reason = ended.reason,"
-        f" finished_at = %s, leased_until = NULL, log_kept = ended.kept,"
-        f" log_bytes = ended.bytes, log_dropped = ended.dropped"
-        f" FROM ended WHERE {table}.id = ended.id"
+    _update_each(
+        RunnerJob,
+        ("status", "reason", "log_kept", "log_bytes", "log_dropped"),
+        [(j.pk, j.status, j.reason, j.log_kept, j.log_bytes, j.log_dropped) for j in jobs],
+        "finished_at = %s, leased_until = NULL",
+        now,
     )
-    params: list[Any] = []
-    for job in jobs:
-        params += [job.pk, job.status, job.reason, job.log_kept, job.log_bytes, job.log_dropped]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, now])
 
 
 def _attempts_end(rows: list[tuple[int, str, str, str]], now: datetime) -> None:
     """End attempts, each with its own (status, result digest, reason): one statement."""
+    _update_each(JobAttempt, ("status", "result_digest", "reason"), rows, "ended_at = %s", now)
+
+
+def _update_each(
+    model: type[Any],
+    columns: tuple[str, ...],
+    rows: list[tuple[Any, ...]],
+    also: str,
+    now: datetime,
+) -> None:
+    """One UPDATE giving each row (id first, then `columns`) its own values, plus `also`
+    (an assignment taking `now`) for all of them."""
     if not rows:
         return
-    table = JobAttempt._meta.db_table
-    values = ", ".join(["(%s, %s, %s, %s)"] * len(rows))
+    table = model._meta.db_table
+    names = ", ".join(f"c{i}" for i in range(len(columns)))
+    values = ", ".join(["(" + ", ".join(["%s"] * (len(columns) + 1)) + ")"] * len(rows))
+    assign = ", ".join(f"{column} = given.c{i}" for i, column in enumerate(columns))
     sql = (
-        f"WITH ended(id, status, digest, reason) AS (VALUES {values})"
-        f" UPDATE {table} SET status = ended.status, ended_at = %s,"
-        f" result_digest = ended.digest, reason = ended.reason"
-        f" FROM ended WHERE {table}.id = ended.id"
+        f"WITH given(id, {names}) AS (VALUES {values})"
+        f" UPDATE {table} SET {assign}, {also}"
+        f" FROM given WHERE {table}.id = given.id"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [value for row in rows for value in row] + [now])
