@@ -25,6 +25,7 @@ from accounts import tokens
 from accounts.services import api_key_authenticate
 from accounts.transient import Unavailable, transient_cause
 from runners import metrics, wakeup
+from runners.lookups import by_ids
 from runners.models import Runner
 from runners.services import runner_authenticate
 
@@ -191,13 +192,9 @@ class RunnerPrincipals:
             }
         if not aged:
             return 0
-        ids, valid = sorted(aged), set[int]()
-        for start in range(0, len(ids), REVERIFY_CHUNK):
-            valid.update(
-                Runner.objects.active()
-                .filter(pk__in=ids[start : start + REVERIFY_CHUNK], owner__is_active=True)
-                .values_list("pk", flat=True)
-            )
+        valid = set[int]()
+        for chunk in by_ids(Runner.objects.active().filter(owner__is_active=True), "pk", aged):
+            valid.update(chunk.values_list("pk", flat=True))
         with self._lock:
             for key, (principal, verified_at) in list(self._entries.items()):
                 runner_id = principal.runner.pk if principal.runner is not None else None
@@ -223,9 +220,6 @@ class RunnerPrincipals:
             except Exception:
                 # The entries age out meanwhile; each is then looked up on its own.
                 log.warning("could not verify kept runner tokens again", exc_info=True)
-
-
-REVERIFY_CHUNK = 1000
 
 
 def _ttl() -> float:

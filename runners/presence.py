@@ -15,6 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from runnercli.protocol import MAX_STATUS_CHARS
+from runners.lookups import by_ids
 from runners.models import Runner
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,9 @@ class PresenceWriter:
             due, self._due = self._due, set()
             statuses, self._statuses_due = self._statuses_due, {}
         if due:
-            Runner.objects.filter(pk__in=sorted(due)).update(last_seen_at=timezone.now())
+            now = timezone.now()
+            for chunk in by_ids(Runner.objects.all(), "pk", due):
+                chunk.update(last_seen_at=now)
         if statuses:
             cache.set_many(
                 {_status_key(pk): line for pk, line in statuses.items()},

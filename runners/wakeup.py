@@ -267,21 +267,15 @@ def owners_with_queued_jobs(owner_ids: list[int]) -> set[int]:
     a lapsed lease out of attempts is its holder's alone to resume, and wakes nobody."""
     from django.db.models import F, Q
 
+    from runners.lookups import by_ids
     from runners.models import JobStatus, RunnerJob
 
     claimable = Q(attempts__lt=F("max_attempts")) | Q(leased_by__isnull=True)
+    queued = RunnerJob.objects.filter(claimable, status=JobStatus.QUEUED)
     found: set[int] = set()
-    for start in range(0, len(owner_ids), _RECHECK_CHUNK):
-        chunk = owner_ids[start : start + _RECHECK_CHUNK]
-        found.update(
-            RunnerJob.objects.filter(claimable, status=JobStatus.QUEUED, owner_id__in=chunk)
-            .values_list("owner_id", flat=True)
-            .distinct()
-        )
+    for chunk in by_ids(queued, "owner_id", owner_ids):
+        found.update(chunk.values_list("owner_id", flat=True).distinct())
     return found
-
-
-_RECHECK_CHUNK = 1000
 
 
 class _Rechecker:
