@@ -97,8 +97,31 @@ def transport_security(allowed_hosts: list[str]) -> TransportSecuritySettings:
     )
 
 
+# How far past the long-poll window a silent call goes before the transport starts pinging.
+PING_AFTER_WINDOW_S = 5.0
+
+
+def quiet_long_polls() -> float:
+    """Let a long-poll stay silent for its whole window; return the ping interval set.
+
+    The SDK answers a call that stays silent past its ping interval (15 s, a module
+    constant with no setting) with an event stream and a ping every interval, so each 55 s
+    long-poll cost a stream commit and three pings beside its answer: most of what an idle
+    runner costs the server. The window `hello` offers (EVERDICT_MAX_WAIT_MS) is kept under
+    the idle timeout of the proxies in front, so a poll needs no ping to survive them; it
+    answers as JSON within its window, and a hang-up still cancels it at once. A call that
+    outlasts the window is pinged as before.
+    """
+    from mcp.server import _streamable_http_modern as modern
+
+    interval = settings.EVERDICT_MAX_WAIT_MS / 1000 + PING_AFTER_WINDOW_S
+    modern._SSE_PING_INTERVAL = max(modern._SSE_PING_INTERVAL, interval)
+    return float(modern._SSE_PING_INTERVAL)
+
+
 def build_app(server: MCPServer) -> Starlette:
     """The Streamable HTTP app. Stateless: any replica can answer any call."""
+    quiet_long_polls()
     return server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=True,
