@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import shlex
 import stat
@@ -330,6 +331,8 @@ def run(
         once=once,
         spool_dir=spool_dir_for(path),
     )
+    # What is loaded by now lives as long as the runner: kept out of every collection.
+    gc.freeze()
     sys.exit(asyncio.run(_run(server, token, options)))
 
 

@@ -102,20 +102,26 @@ class Delivery(RunnerParts):
     ) -> bool:
         """Send a finished case's result until the server answers for it; return whether it
         was accepted. Raise ToolCallError when the server refuses it for good."""
-        await self._spool_put(report, title)
+        # Written before it is sent; synced to the disk only once it has to wait.
+        await self._spool_put(report, title, durable=False)
         backoff = Backoff(cap_s=DELIVERY_BACKOFF_CAP_S)
+        durable = False
         while True:
             if job_run is not None and job_run.epoch != report.lease_epoch:
                 # The job was leased to this runner again while the result waited: it goes
                 # with the new fence.
                 await self._spool_drop(report)
                 report = report.model_copy(update={"lease_epoch": job_run.epoch})
-                await self._spool_put(report, title)
+                await self._spool_put(report, title, durable=True)
+                durable = True
             try:
                 ack = await self.results.submit(report)
             except RevokedError as exc:
+                await self._spool_sync(report, title)
                 raise RunnerExit(EXIT_REVOKED, REVOKED_MESSAGE) from exc
             except ServerUnavailable as exc:
+                if not durable:
+                    durable = await self._spool_sync(report, title)
                 if self._abort.is_set():
                     self._kept(title)
                     return False
@@ -174,14 +180,25 @@ class Delivery(RunnerParts):
         except ToolCallError as exc:
             self.status.event(f"{entry.title}: ✗ result from an earlier run refused: {exc}")
 
-    async def _spool_put(self, report: ResultReport, title: str) -> None:
+    async def _spool_put(self, report: ResultReport, title: str, *, durable: bool) -> None:
         if self.spool is None:
             return
         try:
-            await asyncio.to_thread(self.spool.put, report, title)
+            await asyncio.to_thread(self.spool.put, report, title, durable=durable)
         except SpoolError as exc:
             # Still sent: only a crash before the server answers would lose it now.
             self.status.event(f"⚠ {title}: the result could not be kept on disk: {exc}")
+
+    async def _spool_sync(self, report: ResultReport, title: str) -> bool:
+        """Sync a waiting result to the disk; whether it is (or needs no more) syncing."""
+        if self.spool is None:
+            return True
+        try:
+            await asyncio.to_thread(self.spool.make_durable, report)
+        except SpoolError as exc:
+            self.status.event(f"⚠ {title}: the result could not be synced to disk: {exc}")
+            return False
+        return True
 
     async def _spool_drop(self, report: ResultReport) -> None:
         # An unlink, not synced: cheaper in place than handed to a thread. Should a crash

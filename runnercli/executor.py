@@ -111,11 +111,18 @@ def case_env(job: CaseJob, case_variables: dict[str, str]) -> dict[str, str]:
     if refused := refused_env_keys(job.harness.spec.env):
         # Consent refuses such a job before it gets here; this stays true for any caller.
         raise StartError(f"the harness may not set {', '.join(refused)}")
-    ours = (TOKEN_ENV, CONFIG_ENV, CASE_ENV, CASE_FILE_ENV)
-    env = {k: v for k, v in os.environ.items() if k not in ours}
+    env = dict(_inherited_env())
     env.update(job.harness.spec.env)
     env.update(case_variables)
     return env
+
+
+@functools.cache
+def _inherited_env() -> dict[str, str]:
+    """The runner's environment minus its secrets and any case variable it inherited, read
+    once per session (copying `os.environ` decodes every variable each time)."""
+    ours = (TOKEN_ENV, CONFIG_ENV, CASE_ENV, CASE_FILE_ENV)
+    return {k: v for k, v in os.environ.items() if k not in ours}
 
 
 def advisory_usage(output: str) -> dict[str, Any] | None:

@@ -51,3 +51,18 @@ def test_another_servers_results_and_unreadable_files_are_left_alone(tmp_path: P
     assert [s.report.job_id for s in found] == [2]
     assert len(problems) == 1 and str(broken) in problems[0]
     assert broken.exists()
+
+
+def test_a_result_written_before_its_send_is_kept_whole_and_synced_once_it_waits(
+    tmp_path: Path,
+) -> None:
+    spool = Spool(tmp_path / "runner.spool", "http://127.0.0.1:8000")
+    written = spool.put(report(1), "run 1 case a", durable=False)
+    # Not synced yet, but whole and owner-only: a killed runner finds it on its next start.
+    assert mode(written) == 0o600
+    assert [s.report for s in spool.pending()[0]] == [report(1)]
+    assert spool.make_durable(report(1)) is True
+    spool.drop(report(1))
+    # Answered meanwhile: nothing left to sync.
+    assert spool.make_durable(report(1)) is False
+    assert spool.pending() == ([], [])
