@@ -22,12 +22,14 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from runnercli.casefile import (
     CASE_ENV,
     CASE_FILE_ENV,
     ArgumentTooLong,
+    case_files_dir,
     case_json,
     case_variables,
     check_argv,
@@ -348,13 +350,13 @@ async def run_case(
     A set `kill` event ends the process group at once and gives status `canceled`; so does
     cancelling the task that runs this, which then re-raises.
     """
-    # The case's temp dir holds the case file and, beside it, the harness's working
-    # directory, which starts empty.
-    casedir = tempfile.mkdtemp(prefix="everdict-")
+    # The harness's working directory starts empty; the case file is beside it, in the
+    # runner's directory of case files.
+    workdir = tempfile.mkdtemp(prefix="everdict-case-")
+    case_file: Path | None = None
     try:
-        workdir = tempfile.mkdtemp(prefix="everdict-case-", dir=casedir)
         text = case_json(job.case)
-        case_file = write_case_file(casedir, text)
+        case_file = write_case_file(case_files_dir(), text)
         argv = render_argv(job.harness.spec.command, job.case, str(case_file))
         try:
             check_argv(argv)
@@ -394,7 +396,10 @@ async def run_case(
             fingerprint=fingerprint(job),
         )
     finally:
-        shutil.rmtree(casedir, ignore_errors=True)
+        shutil.rmtree(workdir, ignore_errors=True)
+        if case_file is not None:
+            with contextlib.suppress(FileNotFoundError):
+                case_file.unlink()
 
 
 async def _supervise(
