@@ -20,7 +20,13 @@ from typing import Any
 import uvicorn
 from mcp.server.mcpserver import MCPServer
 
-from runnercli.protocol import PROTOCOL_VERSION, RUNNER_CONTEXT, HarnessSpec, harness_digest
+from runnercli.protocol import (
+    PROTOCOL_VERSION,
+    RUNNER_CONTEXT,
+    HarnessSpec,
+    Limits,
+    harness_digest,
+)
 from tests.live import free_port
 
 TOKEN = "rnr_a_token_the_fake_server_never_checks"
@@ -73,6 +79,10 @@ class FakeServer:
     failures: list[dict[str, Any]] = field(default_factory=list)
     results: list[dict[str, Any]] = field(default_factory=list)
     statuses: list[str] = field(default_factory=list)
+    # The long-poll window offered in hello (None: no `limits`, the runner's defaults), and
+    # the `wait_ms` of every lease call.
+    max_wait_ms: int | None = None
+    waits: list[int] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, *jobs: dict[str, Any]) -> None:
@@ -111,13 +121,16 @@ class FakeServer:
     async def hello(
         self, protocol: int, capabilities: list[str] | None = None, status: str = ""
     ) -> dict[str, Any]:
-        return {
+        reply: dict[str, Any] = {
             "runner_id": 1,
             "label": "fake",
             "owner": "alice",
             "server_protocol": PROTOCOL_VERSION,
             "update_required": False,
         }
+        if self.max_wait_ms is not None:
+            reply["limits"] = Limits(max_wait_ms=self.max_wait_ms).model_dump()
+        return reply
 
     async def lease_job(
         self,
@@ -129,6 +142,7 @@ class FakeServer:
     ) -> dict[str, Any]:
         with self.lock:
             self.statuses.append(status)
+            self.waits.append(wait_ms)
             job = self.jobs.pop(0) if self.jobs else None
         if job is None:
             await asyncio.sleep(min(wait_ms, 300) / 1000)
@@ -167,11 +181,9 @@ class FakeServer:
 
 
 @contextmanager
-def fake_server() -> Iterator[FakeServer]:
-    fake = FakeServer()
+def serve(app: Any) -> Iterator[str]:
+    """Serve an ASGI app (an MCP SDK server's) under uvicorn in a thread; yield its URL."""
     port = free_port()
-    fake.url = f"http://127.0.0.1:{port}"
-    app = fake.mcp().streamable_http_app(stateless_http=True, json_response=True)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
     thread = threading.Thread(target=server.run, name="fake-mcp", daemon=True)
     thread.start()
@@ -180,7 +192,16 @@ def fake_server() -> Iterator[FakeServer]:
         assert time.monotonic() < deadline and thread.is_alive(), "the fake server did not start"
         time.sleep(0.02)
     try:
-        yield fake
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+@contextmanager
+def fake_server(**options: Any) -> Iterator[FakeServer]:
+    fake = FakeServer(**options)
+    app = fake.mcp().streamable_http_app(stateless_http=True, json_response=True)
+    with serve(app) as url:
+        fake.url = url
+        yield fake

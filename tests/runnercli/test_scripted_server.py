@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from mcp.server.mcpserver import MCPServer
 
 from runnercli.protocol import Ack, BatchAck, CaseResult, HeartbeatAck, Hello, ResultReport
-from tests.live import Proc, free_port, runner_cli
+from tests.live import Proc, runner_cli
 from tests.runnercli.conftest import make_job
+from tests.runnercli.fake_server import serve
 
 pytestmark = pytest.mark.e2e
 
@@ -110,21 +109,8 @@ class ScriptedServer:
 
 @contextmanager
 def serving(later: ScriptedServer) -> Iterator[str]:
-    port = free_port()
-    http = uvicorn.Server(
-        uvicorn.Config(later.app(), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=http.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not http.started:
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        http.should_exit = True
-        thread.join(10)
+    with serve(later.app()) as url:
+        yield url
 
 
 def run_until(tmp_path: Path, later: ScriptedServer, done: Callable[[], bool]) -> Proc:
