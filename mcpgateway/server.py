@@ -101,8 +101,8 @@ def transport_security(allowed_hosts: list[str]) -> TransportSecuritySettings:
 PING_AFTER_WINDOW_S = 5.0
 
 
-def quiet_long_polls() -> float:
-    """Let a long-poll stay silent for its whole window; return the ping interval set.
+def quiet_long_polls() -> None:
+    """Let a long-poll stay silent for its whole window.
 
     The SDK answers a call that stays silent past its ping interval (15 s, a module
     constant with no setting) with an event stream and a ping every interval, so each 55 s
@@ -116,7 +116,6 @@ def quiet_long_polls() -> float:
 
     interval = settings.EVERDICT_MAX_WAIT_MS / 1000 + PING_AFTER_WINDOW_S
     modern._SSE_PING_INTERVAL = max(modern._SSE_PING_INTERVAL, interval)
-    return float(modern._SSE_PING_INTERVAL)
 
 
 def build_app(server: MCPServer) -> Starlette:

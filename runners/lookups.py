@@ -3,8 +3,8 @@
 An `IN (%s, %s, …)` of thousands of ids costs more to build, send and parse than the query
 costs to run: psycopg splits the query text on every placeholder, each time, and PostgreSQL
 plans a list of constants. On PostgreSQL, `AnyOf` sends the ids as one array parameter
-(`= ANY(%s)`); elsewhere it is `IN` (SQLite caps the placeholders of a statement, so
-`by_ids` cuts the ids in chunks there).
+(`= ANY(%s)`); elsewhere it is `IN`, and `by_ids` cuts the ids in chunks (SQLite caps the
+placeholders of a statement).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ class AnyOf(Lookup):  # type: ignore[type-arg]
     """`lhs = ANY(ids)` on PostgreSQL with the ids as one `bigint[]`; `lhs IN (ids)`
     elsewhere. Used as an expression: `filter(AnyOf(F("owner_id"), ids))`."""
 
-    lookup_name = "any_of"
     prepare_rhs = False
 
     def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
@@ -42,10 +41,6 @@ def by_ids(queryset: QuerySet[M], field: str, ids: Collection[int]) -> Iterator[
     from django.db import connections
 
     ordered = sorted(ids)
-    if not ordered:
-        return
-    if connections[queryset.db].vendor == "postgresql":
-        yield queryset.filter(AnyOf(F(field), ordered))
-        return
-    for start in range(0, len(ordered), CHUNK):
-        yield queryset.filter(**{f"{field}__in": ordered[start : start + CHUNK]})
+    size = len(ordered) if connections[queryset.db].vendor == "postgresql" else CHUNK
+    for start in range(0, len(ordered), size or 1):
+        yield queryset.filter(AnyOf(F(field), ordered[start : start + size]))

@@ -28,6 +28,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from runners import metrics
+from runners.lookups import by_ids
 
 log = logging.getLogger(__name__)
 
@@ -267,7 +268,6 @@ def owners_with_queued_jobs(owner_ids: list[int]) -> set[int]:
     a lapsed lease out of attempts is its holder's alone to resume, and wakes nobody."""
     from django.db.models import F, Q
 
-    from runners.lookups import by_ids
     from runners.models import JobStatus, RunnerJob
 
     claimable = Q(attempts__lt=F("max_attempts")) | Q(leased_by__isnull=True)

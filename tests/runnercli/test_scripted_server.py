@@ -14,8 +14,7 @@ import asyncio
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -107,15 +106,9 @@ class ScriptedServer:
         return server.streamable_http_app(stateless_http=True)
 
 
-@contextmanager
-def serving(later: ScriptedServer) -> Iterator[str]:
-    with serve(later.app()) as url:
-        yield url
-
-
 def run_until(tmp_path: Path, later: ScriptedServer, done: Callable[[], bool]) -> Proc:
     """Run the runner CLI (two slots) against the scripted server until `done()`."""
-    with serving(later) as url:
+    with serve(later.app()) as url:
         args = ["--server", url, "--token", "rnr_test", "--max-concurrent", "2"]
         runner = runner_cli(tmp_path, ["run", *args, "--wait-ms", "500"])
         try:
