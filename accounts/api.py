@@ -11,11 +11,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.errors import NotFound
 from accounts.models import ApiKey
-from accounts.replies import ApiKeyItem, ApiKeyItems, IssuedKey, data
-from accounts.serializers import StrictSerializer
+from accounts.replies import ApiKeyItem, ApiKeyItems, IssuedKey
 from accounts.services import api_key_create, api_key_revoke
+from core.errors import NotFound
+from core.replies import data
+from core.serializers import StrictSerializer
 
 
 class BearerKeyScheme(OpenApiAuthenticationExtension):

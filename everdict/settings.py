@@ -200,9 +200,9 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "accounts.schema.ErrorDeclaringAutoSchema",
-    "DEFAULT_PARSER_CLASSES": ["accounts.parsers.BoundedJSONParser"],
-    "EXCEPTION_HANDLER": "accounts.api_errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "core.schema.ErrorDeclaringAutoSchema",
+    "DEFAULT_PARSER_CLASSES": ["core.parsers.BoundedJSONParser"],
+    "EXCEPTION_HANDLER": "core.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 SPECTACULAR_SETTINGS = {

@@ -17,9 +17,9 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"ok": True})
 
 
-handler400 = "accounts.api_errors.bad_request"
-handler404 = "accounts.api_errors.not_found"
-handler500 = "accounts.api_errors.server_error"
+handler400 = "core.api_errors.bad_request"
+handler404 = "core.api_errors.not_found"
+handler500 = "core.api_errors.server_error"
 
 api_urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),

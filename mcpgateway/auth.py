@@ -23,7 +23,7 @@ from pydantic import ConfigDict, Field
 
 from accounts import tokens
 from accounts.services import api_key_authenticate
-from accounts.transient import Unavailable, transient_cause
+from core.transient import Unavailable, transient_cause
 from runners import metrics, wakeup
 from runners.lookups import by_ids
 from runners.models import Runner

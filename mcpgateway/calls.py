@@ -12,8 +12,8 @@ from channels.db import database_sync_to_async
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 
-from accounts.errors import ServiceError
-from accounts.transient import Unavailable, transient_cause
+from core.errors import ServiceError
+from core.transient import Unavailable, transient_cause
 from runnercli.protocol import ToolFailure
 
 T = TypeVar("T")

@@ -11,9 +11,9 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
-from accounts.errors import QuotaExceeded
 from accounts.models import ApiKey
 from accounts.replies import ApiKeyItem
+from core.errors import QuotaExceeded
 from mcpgateway.auth import current_principal
 from mcpgateway.calls import in_thread
 from mcpgateway.replies import ApiKeyList, Revoked, RunnerList

@@ -3,7 +3,8 @@ travels under a key. The items are the apps' own reply models, as on the REST AP
 
 from __future__ import annotations
 
-from accounts.replies import ApiKeyItem, Reply
+from accounts.replies import ApiKeyItem
+from core.replies import Reply
 from runners.replies import RunnerItem
 
 

@@ -9,8 +9,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.replies import data
-from accounts.serializers import StrictSerializer
+from core.replies import data
+from core.serializers import StrictSerializer
 from runnercli.protocol import CAPABILITY_RE, MAX_CAPABILITIES, MAX_CAPABILITY_CHARS
 from runners.models import PairingMethod, Runner
 from runners.replies import PairedRunner, RunnerItems, runner_items

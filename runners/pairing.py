@@ -18,7 +18,7 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from accounts import tokens
-from accounts.errors import Conflict, NotFound
+from core.errors import Conflict, NotFound
 from runnercli.device_protocol import (
     DEVICE_CODE_PREFIX,
     USER_CODE_ALPHABET,

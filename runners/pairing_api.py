@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.schema import service_errors
+from core.schema import service_errors
 from runnercli.device_protocol import (
     DeviceAuthorization,
     DeviceToken,

@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts.errors import ServiceError
+from core.errors import ServiceError
 from runners.pairing import device_pairing_decide, device_pairing_open, user_code_normal
 from runners.throttles import device_code_wait
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from pydantic import Field, RootModel
 
-from accounts.replies import Reply, Timestamp
+from core.replies import Reply, Timestamp
 from runners.models import DevicePairing, Runner
 from runners.presence import runner_statuses
 

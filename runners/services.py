@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts import tokens
-from accounts.errors import Invalid, NotFound
+from core.errors import Invalid, NotFound
 from runnercli.protocol import (
     CAPABILITY_RE,
     MAX_CAPABILITIES,

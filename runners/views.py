@@ -20,9 +20,9 @@ from django.shortcuts import redirect, render
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts.errors import NotFound
 from accounts.models import ApiKey
 from accounts.services import api_key_create, api_key_revoke
+from core.errors import NotFound
 from runnercli.protocol import CAPABILITY_RE, MAX_CAPABILITIES
 from runners.models import PairingMethod, Runner
 from runners.pairing import device_pairings_waiting

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
-from accounts.replies import Reply, Timestamp
+from core.replies import Reply, Timestamp
 from scorecards.replies import LogLine
 
 

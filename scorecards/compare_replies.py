@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from accounts.replies import Reply, Timestamp
+from core.replies import Reply, Timestamp
 from scorecards.replies import VersionRef
 
 

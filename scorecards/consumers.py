@@ -20,8 +20,8 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from accounts.errors import NotFound
-from accounts.fields import ascii_int
+from core.errors import NotFound
+from core.fields import ascii_int
 from scorecards.selectors import run_get
 from scorecards.selectors.live import Watch, run_changes
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import re2
 
-from accounts.jsonbounds import MAX_JSON_DEPTH, loads_bounded
+from core.jsonbounds import MAX_JSON_DEPTH, loads_bounded
 
 __all__ = ["MAX_JSON_DEPTH", "PatternRefused", "compile_pattern", "parse_json"]
 # Expected values longer than this are not taken for patterns when a dataset is checked.

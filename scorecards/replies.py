@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, RootModel
 
-from accounts.replies import Reply, Timestamp
+from core.replies import Reply, Timestamp
 from scorecards.models import DatasetVersion, HarnessVersion, Membership, Workspace
 
 if TYPE_CHECKING:

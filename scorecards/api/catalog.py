@@ -15,9 +15,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.parsers import BoundedJSONParser
-from accounts.replies import data
-from accounts.serializers import StrictSerializer
+from core.parsers import BoundedJSONParser
+from core.replies import data
+from core.serializers import StrictSerializer
 from scorecards.replies import (
     DatasetItem,
     DatasetItems,

@@ -12,7 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.replies import data
+from core.replies import data
 from scorecards import selectors
 from scorecards.api.paging import SettlementOrder
 from scorecards.case_replies import CaseReply

@@ -9,10 +9,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.fields import IntegerField, ascii_int
-from accounts.replies import data
-from accounts.schema import service_errors
-from accounts.serializers import StrictSerializer
+from core.fields import IntegerField, ascii_int
+from core.replies import data
+from core.schema import service_errors
+from core.serializers import StrictSerializer
 from scorecards import selectors
 from scorecards.api.paging import NewestFirst
 from scorecards.compare_replies import CompareReply

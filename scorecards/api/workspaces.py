@@ -8,10 +8,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.fields import IntegerField
-from accounts.replies import data
-from accounts.schema import service_errors
-from accounts.serializers import StrictSerializer
+from core.fields import IntegerField
+from core.replies import data
+from core.schema import service_errors
+from core.serializers import StrictSerializer
 from scorecards.models import Role
 from scorecards.replies import MemberReply, WorkspaceReplies, WorkspaceReply
 from scorecards.selectors import membership_for, memberships_of

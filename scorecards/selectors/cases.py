@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from accounts.errors import NotFound
+from core.errors import NotFound
 from runnercli.protocol import HarnessSpec
 from runners.models import JobAttempt, JobLogLine, RunnerJob
 from scorecards import scoring

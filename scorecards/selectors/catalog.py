@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 
-from accounts.errors import NotFound
+from core.errors import NotFound
 from scorecards.models import DatasetVersion, HarnessVersion, Workspace
 from scorecards.selectors.workspaces import membership_for
 

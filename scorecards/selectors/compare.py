@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db.models.functions import Substr
 
-from accounts.errors import Invalid, NotFound
+from core.errors import Invalid, NotFound
 from scorecards.case_replies import DiffLine
 from scorecards.compare_replies import CaseChangeItem, CaseSide, CompareReply, RunRef
 from scorecards.models import Case, CaseResult, Run, Verdict

@@ -10,7 +10,7 @@ from __future__ import annotations
 from base64 import b64decode, b64encode
 from urllib import parse
 
-from accounts.errors import Invalid
+from core.errors import Invalid
 
 
 def cursor_encode(position: int) -> str:

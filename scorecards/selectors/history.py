@@ -7,7 +7,7 @@ from typing import Any
 from django.db.models import Count, Q
 from django.urls import reverse
 
-from accounts.errors import NotFound
+from core.errors import NotFound
 from scorecards.compare_replies import HarnessHistoryReply, HistoryPoint, HistorySeries
 from scorecards.models import HarnessVersion, Run, Verdict
 from scorecards.selectors.workspaces import membership_for

@@ -12,7 +12,7 @@ from django.db.models import F, QuerySet
 from django.db.models.functions import Length, Substr
 from django.urls import reverse
 
-from accounts.errors import Invalid
+from core.errors import Invalid
 from scorecards.models import CaseResult, Dispatched, Run, RunEvent, Verdict
 from scorecards.replies import (
     ResultPage,

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
-from accounts.errors import Invalid, NotFound
+from core.errors import Invalid, NotFound
 from runners.models import JobLogLine, Runner
 from runners.presence import runner_statuses, status_severity
 from scorecards.models import Run, RunStatus, Verdict

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from accounts.errors import NotFound, PermissionDenied
+from core.errors import Forbidden, NotFound
 from scorecards.models import Membership
 
 
@@ -24,7 +24,7 @@ def require_role(*, user: Any, slug: str, role: str) -> Membership:
     """Return the membership if it allows `role`; a weaker member is refused (403)."""
     membership = membership_for(user=user, slug=slug)
     if not membership.allows(role):
-        raise PermissionDenied(f"This needs the {role} role in workspace {slug!r}.")
+        raise Forbidden(f"This needs the {role} role in workspace {slug!r}.")
     return membership
 
 

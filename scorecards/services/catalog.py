@@ -15,8 +15,8 @@ from django.db import transaction
 from django.db.models import Max, QuerySet
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from accounts.errors import Invalid
-from accounts.jsonbounds import MAX_JSON_DEPTH, json_depth_within, loads_bounded
+from core.errors import Invalid
+from core.jsonbounds import MAX_JSON_DEPTH, json_depth_within, loads_bounded
 from runnercli.protocol import HarnessSpec
 from scorecards.models import Case, DatasetVersion, HarnessVersion, Role, Workspace
 from scorecards.patterns import backtracking_only, pattern_refusal

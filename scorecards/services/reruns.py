@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db.models import Count, Q
 
-from accounts.errors import Invalid
+from core.errors import Invalid
 from scorecards.models import Case, CaseResult, Run, Verdict
 from scorecards.selectors import run_get
 from scorecards.services.runs import run_start

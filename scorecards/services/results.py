@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import Max, Subquery
 from django.utils import timezone
 
-from accounts.errors import Invalid
+from core.errors import Invalid
 from runnercli.protocol import (
     MAX_RESULTS_BYTES_PER_CALL,
     Ack,

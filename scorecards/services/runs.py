@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
-from accounts.errors import Invalid, NotFound, PermissionDenied, QuotaExceeded
+from core.errors import Forbidden, Invalid, NotFound, QuotaExceeded
 from runnercli.protocol import HarnessSpec, harness_digest
 from runners import queue
 from runners.models import Runner
@@ -86,7 +86,7 @@ def runtime_resolve(*, user: Any, runtime: str, capabilities: list[str]) -> Targ
 
 def _membership_locking_workspace(*, user: Any, slug: str) -> Membership:
     """The submitter's membership, allowing a run, with the workspace row locked (one
-    statement); outsiders get NotFound and weaker members PermissionDenied, as `require_role`."""
+    statement); outsiders get NotFound and weaker members Forbidden, as `require_role`."""
     membership = (
         Membership.objects.select_related("workspace")
         .select_for_update(of=("workspace",))
@@ -96,7 +96,7 @@ def _membership_locking_workspace(*, user: Any, slug: str) -> Membership:
     if membership is None:
         raise NotFound("Workspace not found.")
     if not membership.allows(Role.MEMBER):
-        raise PermissionDenied(f"This needs the {Role.MEMBER} role in workspace {slug!r}.")
+        raise Forbidden(f"This needs the {Role.MEMBER} role in workspace {slug!r}.")
     return membership
 
 
@@ -265,7 +265,7 @@ def run_cancel(*, user: Any, run_id: int) -> Run:
     """Cancel a run: its own submitter (member) or a workspace admin may."""
     run = run_get(user=user, run_id=run_id)
     if not membership_for(user=user, slug=run.workspace.slug).may_cancel(run):
-        raise PermissionDenied("Only the run's submitter or a workspace admin can cancel it.")
+        raise Forbidden("Only the run's submitter or a workspace admin can cancel it.")
     with transaction.atomic():
         run = Run.objects.select_for_update(of=("self",)).get(pk=run_id)
         if run.is_terminal:

@@ -21,7 +21,7 @@ from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from accounts.transient import transient_cause
+from core.transient import transient_cause
 from runners import metrics, queue
 from runners.models import JobStatus, Runner, RunnerJob
 from scorecards.models import EventLevel, Run, RunStatus

@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
-from accounts.errors import Conflict, Invalid, PermissionDenied
+from core.errors import Conflict, Forbidden, Invalid
 from scorecards.models import Membership, Role, Workspace
 from scorecards.selectors import require_role
 
@@ -49,7 +49,7 @@ def member_add(*, user: Any, slug: str, username: str, role: str) -> Membership:
     existing = Membership.objects.filter(workspace=acting.workspace, user=target).first()
     touches_owner = role == Role.OWNER or (existing is not None and existing.role == Role.OWNER)
     if touches_owner and not acting.allows(Role.OWNER):
-        raise PermissionDenied("Only an owner can grant or change the owner role.")
+        raise Forbidden("Only an owner can grant or change the owner role.")
     membership, _ = Membership.objects.update_or_create(
         workspace=acting.workspace, user=target, defaults={"role": role}
     )

@@ -9,10 +9,10 @@ from typing import Any
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 
-from accounts.errors import NotFound, PermissionDenied, ServiceError
+from core.errors import Forbidden, NotFound, ServiceError
 from scorecards.models import Run
 from scorecards.selectors import runtime_label
 
@@ -20,7 +20,7 @@ View = Callable[..., HttpResponse]
 
 
 def page(view: View) -> View:
-    """Log in first; render the services' NotFound as a 404 and PermissionDenied as a 403."""
+    """Log in first; render the services' NotFound as a 404 and Forbidden as a 403."""
 
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
@@ -28,8 +28,8 @@ def page(view: View) -> View:
             return view(request, *args, **kwargs)
         except NotFound as exc:
             raise Http404(str(exc.detail)) from exc
-        except PermissionDenied as exc:
-            raise DjangoPermissionDenied(str(exc.detail)) from exc
+        except Forbidden as exc:
+            raise PermissionDenied(str(exc.detail)) from exc
 
     return login_required(wrapper)
 

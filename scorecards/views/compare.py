@@ -7,8 +7,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from accounts.errors import Invalid, NotFound, ServiceError
-from accounts.fields import ascii_int
+from core.errors import Invalid, NotFound, ServiceError
+from core.fields import ascii_int
 from scorecards import selectors
 from scorecards.views.common import page
 

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from accounts.errors import ServiceError
+from core.errors import ServiceError
 from scorecards import selectors
 from scorecards.models import Role
 from scorecards.services import MAX_CONCURRENCY, MAX_METADATA_BYTES, MAX_REPEATS, run_start

@@ -12,8 +12,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts.errors import Invalid, PermissionDenied, ServiceError
-from accounts.replies import data
+from core.errors import Forbidden, Invalid, ServiceError
+from core.replies import data
 from runners.models import JobLogLine
 from scorecards import selectors
 from scorecards.links import case_url
@@ -147,7 +147,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 def run_cancel_view(request: HttpRequest, run_id: int) -> HttpResponse:
     try:
         run = run_cancel(user=request.user, run_id=run_id)
-    except PermissionDenied as exc:
+    except Forbidden as exc:
         messages.error(request, str(exc.detail))
     else:
         messages.success(request, f"Run {run.pk} is {run.status}.")
@@ -163,7 +163,7 @@ def run_rerun_view(request: HttpRequest, run_id: int) -> HttpResponse:
         return redirect("run", run_id=run_id)
     try:
         child = run_rerun(user=request.user, run_id=run_id, only=only)
-    except (Invalid, PermissionDenied) as exc:
+    except (Invalid, Forbidden) as exc:
         messages.error(request, _error_text(exc))
         return redirect("run", run_id=run_id)
     messages.success(request, f"Run {child.pk} re-runs the {only} cases of run {run_id}.")

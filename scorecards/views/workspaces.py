@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from accounts.errors import Invalid
+from core.errors import Invalid
 from scorecards import selectors
 from scorecards.models import Role
 from scorecards.services import dataset_create, dataset_parse_jsonl, harness_create

@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from accounts.errors import Invalid, NotFound, PermissionDenied
+from core.errors import Forbidden, Invalid, NotFound
 from scorecards.models import Case, DatasetVersion, HarnessVersion, Membership, Role
 from scorecards.selectors import dataset_get, dataset_list, harness_get, harness_list
 from scorecards.services import (
@@ -104,7 +104,7 @@ def test_an_admin_may_create_a_harness(dave: Any) -> None:
 
 
 def test_a_member_may_not_create_a_harness(bob: Any, workspace: Any) -> None:
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(Forbidden):
         new_harness(bob)
     assert not HarnessVersion.objects.exists()
 
@@ -283,9 +283,9 @@ def test_a_large_dataset_is_stored_in_batches(alice: Any, workspace: Any) -> Non
 def test_only_an_admin_may_create_a_dataset(
     bob: Any, erin: Any, charlie: Any, dave: Any, workspace: Any
 ) -> None:
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(Forbidden):
         new_dataset(bob)
-    with pytest.raises(PermissionDenied):
+    with pytest.raises(Forbidden):
         new_dataset(erin)
     with pytest.raises(NotFound):
         new_dataset(charlie)

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from accounts.errors import Invalid, NotFound, QuotaExceeded
 from accounts.services import api_key_create
+from core.errors import Invalid, NotFound, QuotaExceeded
 from runners import queue
 from runners.models import RunnerJob
 from scorecards.models import Membership, Role, Run, RunStatus, Workspace

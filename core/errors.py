@@ -17,7 +17,9 @@ class Invalid(ServiceError):
     status = 400
 
 
-class PermissionDenied(ServiceError):
+class Forbidden(ServiceError):
+    """The caller may see it, but their role in the workspace does not allow this."""
+
     status = 403
 
 

@@ -13,8 +13,8 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from accounts.errors import ServiceError
-from accounts.transient import transient_cause
+from core.errors import ServiceError
+from core.transient import transient_cause
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:

@@ -8,7 +8,7 @@ from typing import Any
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from accounts.jsonbounds import TooDeep, json_depth_within
+from core.jsonbounds import TooDeep, json_depth_within
 
 
 class BoundedJSONParser(JSONParser):

@@ -1,6 +1,6 @@
 """The OpenAPI schema's error replies, declared once for every operation.
 
-Every failure is rendered by `accounts.api_errors.exception_handler`: `{"detail": "…"}`, or
+Every failure is rendered by `core.api_errors.exception_handler`: `{"detail": "…"}`, or
 for bad input a map of field → messages. Which of them an operation can answer follows from
 what it takes and how it is called; the few that only a service decides are declared on the
 view method itself (`service_errors`).
