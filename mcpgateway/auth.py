@@ -24,7 +24,7 @@ from pydantic import ConfigDict, Field
 from accounts import tokens
 from accounts.services import api_key_authenticate
 from core.transient import Unavailable, transient_cause
-from runners import metrics, wakeup
+from runners import metrics, revocations, wakeup
 from runners.lookups import by_ids
 from runners.models import Runner
 from runners.services import runner_authenticate
@@ -134,7 +134,7 @@ class RunnerPrincipals:
         with self._lock:
             following, self._following = self._following, True
         if not following:
-            wakeup.on_runner_revoked(self.forget)
+            revocations.on_runner_revoked(self.forget)
         loop = asyncio.get_running_loop()
         if self._task is None or self._task.done() or self._loop is not loop:
             self._loop = loop

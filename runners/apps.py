@@ -11,7 +11,12 @@ class RunnersConfig(AppConfig):
         from django.contrib.auth import get_user_model
         from django.db.models.signals import post_save
 
+        from runners import collectors
         from runners.services import owner_deactivated
+
+        # The gauges /metrics reads at scrape time query the models: registered once they
+        # are loaded, never at import.
+        collectors.register()
 
         # The one signal: Django's own User can be deactivated in its admin, which calls no
         # service of ours. Its runners' tokens must stop working at once on every replica.

@@ -1,24 +1,13 @@
-"""Prometheus metrics of the queue: counters on the hot path, depth gauges at scrape time.
+"""Prometheus metrics of the queue: the counters and histograms on the hot path.
 
-Counters are per process (each replica is scraped on its own); the queue depth and
-runners online are read from the database when scraped, so every replica reports the
-same shared truth for them.
+Counters are per process (each replica is scraped on its own). The gauges read at scrape
+time (queue depth, runners online, parked polls, the connection pool) are collected by
+`runners.collectors`, registered when the app is ready.
 """
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
-from collections.abc import Iterable
-
-from django.conf import settings
-from django.db.models import Count
-from django.http import HttpRequest, HttpResponse
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
-from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
-
-from accounts.tokens import digest
+from prometheus_client import Counter, Histogram
 
 LEASES = Counter("everdict_leases", "Jobs leased to runners.")
 LEASE_CALLS = Counter("everdict_lease_calls", "lease_job calls answered.", ["outcome"])
@@ -62,105 +51,3 @@ SWEEP_FAILURES = Counter(
 def fenced(call: str, reason: str) -> None:
     kind = "stale" if reason.startswith("stale") else reason.split(":")[0][:40]
     FENCED.labels(call=call, reason=kind).inc()
-
-
-class _QueueCollector(Collector):
-    def describe(self) -> Iterable[Metric]:
-        # Registration must not query the database (it may not exist yet).
-        return []
-
-    def collect(self) -> Iterable[Metric]:
-        from runners.models import JobStatus, Runner, RunnerJob
-        from runners.wakeup import hub
-
-        depth = GaugeMetricFamily(
-            "everdict_queue_jobs", "Jobs in the queue by state.", labels=["status"]
-        )
-        counts = dict.fromkeys(JobStatus.values, 0)
-        rows = RunnerJob.objects.values("status").annotate(n=Count("pk")).order_by()
-        counts.update({row["status"]: row["n"] for row in rows})
-        for status, n in counts.items():
-            depth.add_metric([status], n)
-        yield depth
-        yield GaugeMetricFamily(
-            "everdict_runners_online",
-            "Runners seen within the presence window.",
-            value=Runner.objects.online().count(),
-        )
-        yield GaugeMetricFamily(
-            "everdict_parked_long_polls",
-            "lease_job calls parked in this process.",
-            value=hub.parked(),
-        )
-
-
-# psycopg_pool's get_stats() keys: counters (kept since the pool opened) and gauges (now).
-_POOL_COUNTERS = (
-    ("connections_num", "connections_opened", "Connections the pool opened to the database."),
-    ("requests_num", "requests", "Connections asked of the pool (about one per request)."),
-    ("requests_queued", "requests_queued", "Asks that waited for a free connection."),
-    ("requests_errors", "requests_errors", "Asks refused: timed out or too many waiting."),
-    ("connections_lost", "connections_lost", "Connections found broken and dropped."),
-)
-_POOL_GAUGES = (
-    ("pool_size", "size", "Connections the pool holds, lent or not."),
-    ("pool_available", "available", "Connections idle in the pool."),
-    ("pool_max", "max", "The most connections the pool may hold (EVERDICT_DB_POOL_MAX)."),
-    ("requests_waiting", "requests_waiting", "Asks waiting for a connection now."),
-)
-
-
-class _PoolCollector(Collector):
-    """This process's PostgreSQL connection pool, when pooling is on (nothing otherwise)."""
-
-    def describe(self) -> Iterable[Metric]:
-        return []
-
-    def collect(self) -> Iterable[Metric]:
-        from django.db import connection
-
-        if not settings.DATABASES["default"].get("OPTIONS", {}).get("pool"):
-            return
-        pool = getattr(connection, "pool", None)
-        if pool is None:
-            return
-        stats = pool.get_stats()
-        for key, name, text in _POOL_COUNTERS:
-            yield CounterMetricFamily(f"everdict_db_pool_{name}", text, value=stats.get(key, 0))
-        yield CounterMetricFamily(
-            "everdict_db_pool_requests_wait_seconds",
-            "Time asks spent waiting for a free connection.",
-            value=stats.get("requests_wait_ms", 0) / 1000,
-        )
-        for key, name, text in _POOL_GAUGES:
-            yield GaugeMetricFamily(f"everdict_db_pool_{name}", text, value=stats.get(key, 0))
-
-
-_collector = _QueueCollector()
-REGISTRY.register(_collector)
-REGISTRY.register(_PoolCollector())
-
-
-def _allowed(request: HttpRequest) -> bool:
-    mode = settings.EVERDICT_METRICS
-    if mode == "open":
-        return True
-    if mode == "loopback":
-        if "X-Forwarded-For" in request.headers or "Forwarded" in request.headers:
-            # Relayed by a proxy on this machine: the caller is whoever reached the proxy.
-            return False
-        try:
-            return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
-        except ValueError:
-            return False
-    header = request.headers.get("Authorization", "")
-    return header.startswith("Bearer ") and hmac.compare_digest(
-        digest(header[7:].strip()), digest(mode)
-    )
-
-
-def metrics_view(request: HttpRequest) -> HttpResponse:
-    """Serve /metrics to loopback callers, everyone, or a bearer of the configured token."""
-    if not _allowed(request):
-        return HttpResponse("metrics are not available to this caller\n", status=403)
-    return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)

@@ -20,7 +20,7 @@ from runnercli.protocol import (
     Hello,
     Limits,
 )
-from runners import queue, wakeup
+from runners import queue, revocations
 from runners.models import PairingMethod, Runner
 from runners.presence import runner_touch
 
@@ -127,7 +127,7 @@ def runner_revoke(*, owner: Any, runner_id: int) -> Runner:
         )
         runner.refresh_from_db()
         queue.jobs_release_from(runner=runner)
-        wakeup.announce_revoked(runner.pk)
+        revocations.announce_revoked(runner.pk)
     return runner
 
 
@@ -136,7 +136,7 @@ def owner_deactivated(sender: Any, instance: Any, **kwargs: Any) -> None:
     if instance.is_active or kwargs.get("raw"):
         return
     for runner_id in Runner.objects.filter(owner=instance).values_list("pk", flat=True):
-        wakeup.announce_revoked(runner_id)
+        revocations.announce_revoked(runner_id)
 
 
 def protocol_outdated(protocol: int) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 from runners import api, pairing_api, pairing_views, views
-from runners.metrics import metrics_view
+from runners.metrics_views import metrics_view
 
 urlpatterns = [
     path("metrics", metrics_view, name="metrics"),

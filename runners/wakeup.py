@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
@@ -27,14 +27,12 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import connection, transaction
 
-from runners import metrics
+from runners import metrics, revocations
 from runners.lookups import by_ids
 
 log = logging.getLogger(__name__)
 
 CHANNEL = "everdict_jobs"
-# Runner revocations, so that every process forgets the runner's verified token at once.
-REVOKED_CHANNEL = "everdict_runners_revoked"
 
 
 class _Waiter:
@@ -166,28 +164,6 @@ def notify_owners(owner_ids: Iterable[int]) -> None:
     transaction.on_commit(lambda: hub.wake(owners))
 
 
-_revocation_hooks: list[Callable[[int | None], None]] = []
-
-
-def on_runner_revoked(hook: Callable[[int | None], None]) -> None:
-    """Call `hook(runner_id)` in this process whenever a runner is revoked (anywhere), and
-    `hook(None)` whenever revocations may have been missed (the listener reconnecting)."""
-    _revocation_hooks.append(hook)
-
-
-def _revoked(runner_id: int | None) -> None:
-    for hook in _revocation_hooks:
-        hook(runner_id)
-
-
-def announce_revoked(runner_id: int) -> None:
-    """Announce, as part of the current transaction, that this runner was revoked."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, %s)", [REVOKED_CHANNEL, str(runner_id)])
-    transaction.on_commit(lambda: _revoked(runner_id))
-
-
 class _PgListener:
     """One LISTEN connection per process that relays notifications: job wake-ups to the
     local hub, revocations to the revocation hooks."""
@@ -219,7 +195,7 @@ class _PgListener:
                     _pg_conninfo(), autocommit=True
                 ) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
-                    await conn.execute(f"LISTEN {REVOKED_CHANNEL}")
+                    await conn.execute(f"LISTEN {revocations.CHANNEL}")
                     self.listening = True
                     if connected_before:
                         # Whatever was announced while we were away is found at once.
@@ -230,8 +206,8 @@ class _PgListener:
                             subject = int(note.payload)
                         except ValueError:
                             continue
-                        if note.channel == REVOKED_CHANNEL:
-                            _revoked(subject)
+                        if note.channel == revocations.CHANNEL:
+                            revocations.relay(subject)
                         else:
                             hub.wake([subject])
             except asyncio.CancelledError:
@@ -244,7 +220,7 @@ class _PgListener:
                 if self.listening:
                     self.listening = False
                     hub.forget_empty()
-                    _revoked(None)
+                    revocations.relay(None)
 
 
 def _pg_conninfo() -> str:
