@@ -45,8 +45,10 @@ def timed(work: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 
 def whole_run_update(run: Any) -> bytes:
     """The update as it was: the run reply with every result, outputs cut to 500 characters."""
-    from scorecards.replies import RunSummary
-    from scorecards.selectors import result_items, results_of, run_summary, with_previews
+    from scorecards.replies.results import result_items
+    from scorecards.replies.runs import RunSummary
+    from scorecards.selectors.results import results_of, with_previews
+    from scorecards.selectors.summary import run_summary
 
     everything = with_previews(list(results_of(run).values_list("pk", flat=True)))
     results = [item.data() for item in result_items(everything)]
@@ -60,9 +62,9 @@ def whole_run_update(run: Any) -> bytes:
 def measure(member: Any, cases: int, repeat: int) -> dict[str, Any]:
     from django.test import Client
 
+    from scorecards.live import Watch, run_changes
     from scorecards.models import CaseResult, RunStatus
-    from scorecards.selectors import run_get
-    from scorecards.selectors.live import Watch, run_changes
+    from scorecards.selectors.runs import run_get
     from tests.bulk import seeded_run
 
     began = time.perf_counter()

@@ -252,9 +252,10 @@ def _wait_for_run(run_id: int, children: Children, timeout_s: float, say: Any) -
 def print_summary(run: Any, url: str, console: Any) -> None:
     from rich.table import Table
 
-    from scorecards.selectors import run_reply
+    from scorecards.replies.runs import RunReply
+    from scorecards.selectors.results import run_overview
 
-    reply = run_reply(run).data()
+    reply = RunReply.of(run_overview(run)).data()
     summary = reply["summary"]
     table = Table(title=f"Run #{run.pk}: {run.harness} on {run.dataset}", title_justify="left")
     for column in ("case", "verdict", "score", "time", "answer"):

@@ -16,9 +16,12 @@ from pydantic import Field
 
 from mcpgateway.auth import current_principal
 from mcpgateway.calls import in_thread
-from scorecards import selectors
-from scorecards.compare_replies import CompareReply
-from scorecards.replies import ResultPage, RunPage, RunReply
+from scorecards.replies.compare import CompareReply
+from scorecards.replies.results import ResultPage
+from scorecards.replies.runs import RunPage, RunReply
+from scorecards.selectors.compare import run_compare
+from scorecards.selectors.results import MAX_RESULTS_PAGE, RESULTS_PAGE, results_page, run_overview
+from scorecards.selectors.runs import run_get, runs_page
 from scorecards.services import (
     MAX_CONCURRENCY,
     MAX_REPEATS,
@@ -28,11 +31,11 @@ from scorecards.services import (
 )
 
 RunId = Annotated[int, Field(ge=1, le=2**63 - 1)]
-Limit = Annotated[int, Field(ge=1, le=selectors.MAX_RESULTS_PAGE)]
+Limit = Annotated[int, Field(ge=1, le=MAX_RESULTS_PAGE)]
 
 
 def _reply(run: Any) -> RunReply:
-    return selectors.run_reply(run, base_url=settings.EVERDICT_PUBLIC_URL.rstrip("/"))
+    return RunReply.of(run_overview(run), base_url=settings.EVERDICT_PUBLIC_URL.rstrip("/"))
 
 
 def _started(user: Any, **kwargs: Any) -> RunReply:
@@ -40,15 +43,19 @@ def _started(user: Any, **kwargs: Any) -> RunReply:
 
 
 def _run(user: Any, run_id: int) -> RunReply:
-    return _reply(selectors.run_get(user=user, run_id=run_id))
+    return _reply(run_get(user=user, run_id=run_id))
 
 
 def _results(user: Any, run_id: int, **kwargs: Any) -> ResultPage:
-    return selectors.results_page(selectors.run_get(user=user, run_id=run_id), **kwargs)
+    return ResultPage.of(*results_page(run_get(user=user, run_id=run_id), **kwargs))
 
 
 def _compared(user: Any, a: int | None, b: int) -> CompareReply:
-    return selectors.compare_reply(selectors.run_compare(user=user, a=a, b=b))
+    return CompareReply.of(run_compare(user=user, a=a, b=b))
+
+
+def _runs(**kwargs: Any) -> RunPage:
+    return RunPage.of(*runs_page(**kwargs))
 
 
 def _rerun(user: Any, run_id: int, only: str) -> RunReply:
@@ -103,7 +110,7 @@ async def list_results(
         str | None, Field(description="pass, fail, error, or a list: `fail,error`.")
     ] = None,
     cursor: Annotated[str | None, Field(description="`next_cursor` of the last page.")] = None,
-    limit: Limit = selectors.RESULTS_PAGE,
+    limit: Limit = RESULTS_PAGE,
 ) -> ResultPage:
     """A run's results in settlement order (stable while results keep arriving)."""
     user = current_principal().require_user("list_results")
@@ -118,12 +125,12 @@ async def list_runs(
     dataset: str | None = None,
     status: Literal["queued", "running", "succeeded", "failed", "canceled"] | None = None,
     cursor: str | None = None,
-    limit: Annotated[int, Field(ge=1, le=selectors.MAX_RESULTS_PAGE)] = 50,
+    limit: Annotated[int, Field(ge=1, le=MAX_RESULTS_PAGE)] = 50,
 ) -> RunPage:
     """A workspace's runs, newest first, filtered by harness, dataset and status."""
     user = current_principal().require_user("list_runs")
     return await in_thread(
-        selectors.runs_page,
+        _runs,
         user=user,
         workspace_slug=workspace,
         harness=harness,

@@ -23,7 +23,7 @@ from scorecards.models import (
     RunEvent,
     Workspace,
 )
-from scorecards.selectors import shadow_summary
+from scorecards.selectors.ledger import shadow_summary
 from scorecards.services import operator_job_fail, operator_job_requeue
 
 

@@ -22,8 +22,8 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from core.errors import NotFound
 from core.fields import ascii_int
-from scorecards.selectors import run_get
-from scorecards.selectors.live import Watch, run_changes
+from scorecards.live import Watch, run_changes
+from scorecards.selectors.runs import run_get
 
 POLL_S = 0.5
 # After a run ends, late log lines may still arrive for a moment; then the socket closes.

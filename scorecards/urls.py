@@ -21,7 +21,7 @@ urlpatterns = [
     path("runs/<int:run_id>/", views.run_detail, name="run"),
     path("runs/<int:run_id>/cancel", views.run_cancel_view, name="run-cancel"),
     path("runs/<int:run_id>/rerun", views.run_rerun_view, name="run-rerun"),
-    *case_patterns(views.case_detail, "case", slash=True),
+    *case_patterns(views.case_page, "case", slash=True),
 ]
 
 api_urlpatterns = [

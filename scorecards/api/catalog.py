@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 from core.parsers import BoundedJSONParser
 from core.replies import data
 from core.serializers import StrictSerializer
-from scorecards.replies import (
+from scorecards.replies.catalog import (
     DatasetItem,
     DatasetItems,
     DatasetReply,
@@ -26,7 +26,7 @@ from scorecards.replies import (
     HarnessItems,
     HarnessReply,
 )
-from scorecards.selectors import dataset_list, harness_list
+from scorecards.selectors.catalog import dataset_list, harness_list
 from scorecards.services import dataset_create, dataset_parse_jsonl, harness_create
 
 

@@ -9,12 +9,12 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import Cursor, CursorPagination
 from rest_framework.request import Request
 
-from scorecards import selectors
+from scorecards.selectors.results import MAX_RESULTS_PAGE, RESULTS_PAGE, limit_parse
 
 
 class StrictCursor(CursorPagination):
     page_size_query_param = "limit"
-    max_page_size = selectors.MAX_RESULTS_PAGE
+    max_page_size = MAX_RESULTS_PAGE
 
     def decode_cursor(self, request: Request) -> Cursor | None:
         # DRF answers a bad cursor with a 404, and one whose position is not a number with
@@ -32,7 +32,7 @@ class StrictCursor(CursorPagination):
         return cursor
 
     def get_page_size(self, request: Request) -> int:
-        return selectors.limit_parse(request.query_params.get("limit") or self.page_size)
+        return limit_parse(request.query_params.get("limit") or self.page_size)
 
 
 class SettlementOrder(StrictCursor):
@@ -40,7 +40,7 @@ class SettlementOrder(StrictCursor):
     shifts while results keep arriving, since new ones settle after every cursor."""
 
     ordering = "seq"
-    page_size = selectors.RESULTS_PAGE
+    page_size = RESULTS_PAGE
 
 
 class NewestFirst(StrictCursor):

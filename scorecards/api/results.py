@@ -13,30 +13,32 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.replies import data
-from scorecards import selectors
 from scorecards.api.paging import SettlementOrder
-from scorecards.case_replies import CaseReply
 from scorecards.exports import export_response
-from scorecards.replies import ResultItemPage
+from scorecards.replies.cases import CaseReply
+from scorecards.replies.results import ResultItemPage, result_items
+from scorecards.selectors.cases import case_detail
+from scorecards.selectors.results import MAX_RESULTS_PAGE, results_of, verdicts_parse, with_previews
+from scorecards.selectors.runs import run_get
 
 RESULT_PARAMETERS = [
     OpenApiParameter(
         "verdict", str, description="pass, fail, error, or a list of them: `fail,error`."
     ),
     OpenApiParameter("cursor", str, description="From `next` (or MCP's `next_cursor`)."),
-    OpenApiParameter("limit", int, description=f"Page size, at most {selectors.MAX_RESULTS_PAGE}."),
+    OpenApiParameter("limit", int, description=f"Page size, at most {MAX_RESULTS_PAGE}."),
 ]
 
 
 class RunResultsView(APIView):
     @extend_schema(parameters=RESULT_PARAMETERS, responses=ResultItemPage)
     def get(self, request: Request, run_id: int) -> Response:
-        run = selectors.run_get(user=request.user, run_id=run_id)
-        verdicts = selectors.verdicts_parse(request.query_params.get("verdict"))
+        run = run_get(user=request.user, run_id=run_id)
+        verdicts = verdicts_parse(request.query_params.get("verdict"))
         paginator = SettlementOrder()
-        page = paginator.paginate_queryset(selectors.results_of(run, verdicts), request, self)
-        rows = selectors.with_previews([row.pk for row in page or []])
-        return paginator.get_paginated_response(data(selectors.result_items(rows)))
+        page = paginator.paginate_queryset(results_of(run, verdicts), request, self)
+        rows = with_previews([row.pk for row in page or []])
+        return paginator.get_paginated_response(data(result_items(rows)))
 
 
 class CaseDetailView(APIView):
@@ -48,8 +50,8 @@ class CaseDetailView(APIView):
     )
     def get(self, request: Request, run_id: int, key: str | None = None) -> Response:
         key = key if key is not None else request.query_params.get("key", "")
-        reply = selectors.case_detail(user=request.user, run_id=run_id, key=key)
-        return Response(reply.data())
+        detail = case_detail(user=request.user, run_id=run_id, key=key)
+        return Response(CaseReply.of(detail).data())
 
 
 class RunExportView(APIView):
@@ -59,7 +61,7 @@ class RunExportView(APIView):
 
     @extend_schema(responses={(200, "text/csv"): OpenApiTypes.STR})
     def get(self, request: Request, run_id: int) -> Any:
-        run = selectors.run_get(user=request.user, run_id=run_id)
+        run = run_get(user=request.user, run_id=run_id)
         # Under ASGI a stream must be an async iterator, or Django reads it whole first.
         asynchronous = isinstance(request._request, ASGIRequest)
         return export_response(run, self.fmt, asynchronous=asynchronous)

@@ -13,11 +13,13 @@ from core.fields import IntegerField, ascii_int
 from core.replies import data
 from core.schema import service_errors
 from core.serializers import StrictSerializer
-from scorecards import selectors
 from scorecards.api.paging import NewestFirst
-from scorecards.compare_replies import CompareReply
-from scorecards.models import RunStatus
-from scorecards.replies import LogLines, RunItemPage, RunReply
+from scorecards.models import Run, RunStatus
+from scorecards.replies.compare import CompareReply
+from scorecards.replies.runs import LogLine, LogLines, RunItem, RunItemPage, RunReply
+from scorecards.selectors.compare import run_compare
+from scorecards.selectors.results import run_overview
+from scorecards.selectors.runs import run_get, run_logs, runs_of
 from scorecards.services import (
     MAX_CONCURRENCY,
     MAX_REPEATS,
@@ -61,8 +63,10 @@ class RunListQuery(serializers.Serializer):
     status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
 
 
-def _base(request: Request) -> str:
-    return request.build_absolute_uri("/").rstrip("/")
+def _reply(run: Run, request: Request) -> RunReply:
+    """The run reply, its next page of results under this server's address."""
+    base = request.build_absolute_uri("/").rstrip("/")
+    return RunReply.of(run_overview(run), base_url=base)
 
 
 class RunCreateView(APIView):
@@ -73,10 +77,10 @@ class RunCreateView(APIView):
     def get(self, request: Request, slug: str) -> Response:
         query = RunListQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        runs = selectors.runs_of(user=request.user, workspace_slug=slug, **query.validated_data)
+        runs = runs_of(user=request.user, workspace_slug=slug, **query.validated_data)
         paginator = NewestFirst()
         page = paginator.paginate_queryset(runs, request, self) or []
-        return paginator.get_paginated_response(data([selectors.run_item(r) for r in page]))
+        return paginator.get_paginated_response(data([RunItem.of(r) for r in page]))
 
     @extend_schema(request=RunCreateSerializer, responses={201: RunReply})
     @service_errors((429, "Error", "The workspace has used its run quota for this month."))
@@ -84,15 +88,14 @@ class RunCreateView(APIView):
         body = RunCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         run = run_start(user=request.user, workspace_slug=slug, **body.validated_data)
-        reply = selectors.run_reply(run, base_url=_base(request))
-        return Response(reply.data(), status=status.HTTP_201_CREATED)
+        return Response(_reply(run, request).data(), status=status.HTTP_201_CREATED)
 
 
 class RunDetailView(APIView):
     @extend_schema(responses=RunReply)
     def get(self, request: Request, run_id: int) -> Response:
-        run = selectors.run_get(user=request.user, run_id=run_id)
-        return Response(selectors.run_reply(run, base_url=_base(request)).data())
+        run = run_get(user=request.user, run_id=run_id)
+        return Response(_reply(run, request).data())
 
 
 class RunLogsView(APIView):
@@ -104,15 +107,15 @@ class RunLogsView(APIView):
         after = ascii_int(request.query_params.get("after", "0"))
         if after is None:
             return Response({"after": ["Must be a non-negative integer (ASCII digits)."]}, 400)
-        lines = selectors.run_logs(user=request.user, run_id=run_id, after=after)
-        return Response(data(lines))
+        lines = run_logs(user=request.user, run_id=run_id, after=after)
+        return Response(data([LogLine.of(line) for line in lines]))
 
 
 class RunCancelView(APIView):
     @extend_schema(request=None, responses=RunReply)
     def post(self, request: Request, run_id: int) -> Response:
         run = run_cancel(user=request.user, run_id=run_id)
-        return Response(selectors.run_reply(run, base_url=_base(request)).data())
+        return Response(_reply(run, request).data())
 
 
 class RunRerunView(APIView):
@@ -122,8 +125,7 @@ class RunRerunView(APIView):
         body = RunRerunSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         run = run_rerun(user=request.user, run_id=run_id, **body.validated_data)
-        reply = selectors.run_reply(run, base_url=_base(request))
-        return Response(reply.data(), status=status.HTTP_201_CREATED)
+        return Response(_reply(run, request).data(), status=status.HTTP_201_CREATED)
 
 
 class RunCompareView(APIView):
@@ -143,5 +145,5 @@ class RunCompareView(APIView):
         if baseline != "previous" and not baseline.isdigit():
             return Response({"baseline": ["A run id, or `previous`."]}, status=400)
         a = None if baseline == "previous" else int(baseline)
-        comparison = selectors.run_compare(user=request.user, b=run_id, a=a)
-        return Response(selectors.compare_reply(comparison).data())
+        comparison = run_compare(user=request.user, b=run_id, a=a)
+        return Response(CompareReply.of(comparison).data())

@@ -13,8 +13,8 @@ from core.replies import data
 from core.schema import service_errors
 from core.serializers import StrictSerializer
 from scorecards.models import Role
-from scorecards.replies import MemberReply, WorkspaceReplies, WorkspaceReply
-from scorecards.selectors import membership_for, memberships_of
+from scorecards.replies.workspaces import MemberReply, WorkspaceReplies, WorkspaceReply
+from scorecards.selectors.workspaces import membership_for, memberships_of
 from scorecards.services import member_add, workspace_create, workspace_update
 
 # The column limits of PositiveIntegerField and PositiveBigIntegerField.

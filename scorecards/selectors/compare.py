@@ -3,17 +3,14 @@ regressions and fixes first, flaky cases marked, outputs side by side."""
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models.functions import Substr
 
 from core.errors import Invalid, NotFound
-from scorecards.case_replies import DiffLine
-from scorecards.compare_replies import CaseChangeItem, CaseSide, CompareReply, RunRef
+from scorecards.diffs import Line, outputs_diff
 from scorecards.models import Case, CaseResult, Run, Verdict
-from scorecards.replies import VersionRef
 from scorecards.selectors.runs import run_baseline, run_get
 
 REGRESSED = "regressed"
@@ -25,19 +22,6 @@ ORDER = (REGRESSED, FIXED, CHANGED, MISSING, UNCHANGED)
 # Outputs shown side by side on the compare page, for this many changed cases at most.
 DIFFED_CASES = 200
 DIFFED_CHARS = 4096
-
-
-def verdict_change(a: str | None, b: str | None) -> str:
-    """How one case moved from run A to run B (one repeat each)."""
-    if a is None or b is None:
-        return MISSING
-    if a == b:
-        return UNCHANGED
-    if a == Verdict.PASS:
-        return REGRESSED
-    if b == Verdict.PASS:
-        return FIXED
-    return CHANGED  # fail <-> error
 
 
 @dataclass
@@ -88,7 +72,7 @@ class CaseChange:
     a: Side | None
     b: Side | None
     change: str
-    diff: list[DiffLine] | None = None
+    diff: list[Line] | None = None
 
     @property
     def pair(self) -> tuple[Side | None, Side | None]:
@@ -200,49 +184,6 @@ def output_diffs(comparison: Comparison, limit: int = DIFFED_CASES) -> None:
         )
         outputs.update({(run.pk, key): head for key, head in rows})
     for change in shown:
-        before = outputs.get((comparison.a.pk, change.key), "").splitlines()
-        after = outputs.get((comparison.b.pk, change.key), "").splitlines()
-        change.diff = [
-            DiffLine(op=line[0], text=line[2:])
-            for line in difflib.ndiff(before, after)
-            if not line.startswith("? ")
-        ]
-
-
-def _ref(run: Run) -> RunRef:
-    return RunRef(
-        id=run.pk,
-        harness=VersionRef(name=run.harness.name, version=run.harness.version),
-        dataset=VersionRef(name=run.dataset.name, version=run.dataset.version),
-        status=run.status,
-        created_at=run.created_at,
-    )
-
-
-def _side(side: Side | None) -> CaseSide | None:
-    if side is None:
-        return None
-    return CaseSide(
-        passes=side.passes,
-        settled=side.settled,
-        pass_fraction=round(side.fraction, 4),
-        verdicts=side.verdicts,
-    )
-
-
-def compare_reply(comparison: Comparison) -> CompareReply:
-    groups: dict[str, list[CaseChangeItem]] = {kind: [] for kind in ORDER}
-    for c in comparison.changes:
-        groups[c.change].append(
-            CaseChangeItem(case=c.key, change=c.change, a=_side(c.a), b=_side(c.b), flaky=c.flaky)
-        )
-    return CompareReply(
-        a=_ref(comparison.a),
-        b=_ref(comparison.b),
-        counts=comparison.counts,
-        regressions=groups[REGRESSED],
-        fixes=groups[FIXED],
-        changed=groups[CHANGED],
-        missing=groups[MISSING],
-        unchanged=[item.case for item in groups[UNCHANGED]],
-    )
+        before = outputs.get((comparison.a.pk, change.key), "")
+        after = outputs.get((comparison.b.pk, change.key), "")
+        change.diff = outputs_diff(before, after)

@@ -4,6 +4,7 @@ behind the pages, and the runtimes a member may choose."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet
@@ -12,8 +13,7 @@ from core.errors import Invalid, NotFound
 from runners.models import JobLogLine, Runner
 from runners.presence import runner_statuses, status_severity
 from scorecards.models import Run, RunStatus, Verdict
-from scorecards.replies import LogLine, RunItem, RunPage, VersionRef
-from scorecards.selectors.cursors import cursor_decode, cursor_encode
+from scorecards.selectors.cursors import cursor_decode
 from scorecards.selectors.results import limit_parse
 from scorecards.selectors.workspaces import membership_for
 
@@ -31,7 +31,11 @@ def run_get(*, user: Any, run_id: int) -> Run:
     return run
 
 
-def run_logs(*, user: Any, run_id: int, after: int = 0, limit: int = 1000) -> list[LogLine]:
+# A log line as read: its sequence number, when it came, its case's key and the line.
+LogRow = tuple[int, datetime, str, str]
+
+
+def run_logs(*, user: Any, run_id: int, after: int = 0, limit: int = 1000) -> list[LogRow]:
     """Log lines pushed by runners for a run, in order, after sequence number `after`."""
     run = run_get(user=user, run_id=run_id)
     rows = (
@@ -39,7 +43,7 @@ def run_logs(*, user: Any, run_id: int, after: int = 0, limit: int = 1000) -> li
         .order_by("pk")
         .values_list("pk", "at", "job__case_key", "line")[:limit]
     )
-    return [LogLine(seq=seq, at=at, case=case, line=line) for seq, at, case, line in rows]
+    return list(rows)
 
 
 RUNTIME_ANY = "self:any"
@@ -84,29 +88,9 @@ def runs_of(
     )
 
 
-def run_list(*, user: Any, workspace_slug: str, limit: int = 50) -> list[Run]:
+def runs_latest(*, user: Any, workspace_slug: str, limit: int = 50) -> list[Run]:
     """The workspace's latest runs, annotated with `n_done` and `n_pass` settled cases."""
     return list(runs_of(user=user, workspace_slug=workspace_slug)[:limit])
-
-
-def run_item(run: Run) -> RunItem:
-    """A run of `runs_of` as it is listed."""
-    return RunItem(
-        id=run.pk,
-        workspace=run.workspace.slug,
-        harness=VersionRef(name=run.harness.name, version=run.harness.version),
-        dataset=VersionRef(name=run.dataset.name, version=run.dataset.version),
-        status=run.status,
-        runtime=run.runtime,
-        repeats=run.repeats,
-        parent=run.parent_id,
-        metadata=run.metadata or {},
-        submitted_by=run.submitted_by.get_username(),
-        created_at=run.created_at,
-        finished_at=run.finished_at,
-        settled=getattr(run, "n_done", 0),
-        passed=getattr(run, "n_pass", 0),
-    )
 
 
 def runs_page(
@@ -118,8 +102,9 @@ def runs_page(
     status: str | None = None,
     cursor: str | None = None,
     limit: Any = None,
-) -> RunPage:
-    """A page of runs for MCP, newest first, with the bare cursor of the next page."""
+) -> tuple[list[Run], int | None]:
+    """A page of runs as MCP asks for it, newest first (annotated as `runs_of` does), and the
+    id to continue before (None at the end)."""
     runs = runs_of(
         user=user, workspace_slug=workspace_slug, harness=harness, dataset=dataset, status=status
     )
@@ -130,10 +115,7 @@ def runs_page(
     page = list(runs[: size + 1])
     more = len(page) > size
     page = page[:size]
-    return RunPage(
-        runs=[run_item(r) for r in page],
-        next_cursor=cursor_encode(page[-1].pk) if more else None,
-    )
+    return page, page[-1].pk if more else None
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,25 @@ def run_summary(run: Run) -> dict[str, Any]:
     }
 
 
+def waiting_summary(jobs: int) -> dict[str, Any]:
+    """The summary of a run whose `jobs` all wait: nothing settled yet (`run_summary`'s keys)."""
+    return {
+        "total": jobs,
+        "pending": jobs,
+        "running": 0,
+        "pass": 0,
+        "fail": 0,
+        "error": 0,
+        "canceled": 0,
+        "pass_rate": None,
+        "mean_score": None,
+        **mean_and_stderr(0, 0.0, 0.0),
+        "cases": 0,
+        "flaky": 0,
+        "cost_usd": 0.0,
+    }
+
+
 SCORE_BINS = 10
 
 

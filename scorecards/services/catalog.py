@@ -20,7 +20,7 @@ from core.jsonbounds import MAX_JSON_DEPTH, json_depth_within, loads_bounded
 from runnercli.protocol import HarnessSpec
 from scorecards.models import Case, DatasetVersion, HarnessVersion, Role, Workspace
 from scorecards.patterns import backtracking_only, pattern_refusal
-from scorecards.selectors import require_role
+from scorecards.selectors.workspaces import require_role
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 MAX_CASES = 100_000

@@ -9,7 +9,7 @@ from django.db.models import Count, Q
 
 from core.errors import Invalid
 from scorecards.models import Case, CaseResult, Run, Verdict
-from scorecards.selectors import run_get
+from scorecards.selectors.runs import run_get
 from scorecards.services.runs import run_start
 
 FAILED = "failed"

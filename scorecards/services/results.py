@@ -27,7 +27,7 @@ from runners import queue
 from runners.models import Runner, RunnerJob
 from scorecards.models import Case, EventLevel, Run, RunStatus, Verdict
 from scorecards.models import CaseResult as CaseResultRow
-from scorecards.selectors import run_summary
+from scorecards.selectors.summary import run_summary
 from scorecards.services.events import event
 from scorecards.services.grading import Graded, grade_reports, shadow_of
 

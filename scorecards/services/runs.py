@@ -30,7 +30,9 @@ from scorecards.models import (
     RunStatus,
     Workspace,
 )
-from scorecards.selectors import membership_for, run_get, run_versions_get
+from scorecards.selectors.catalog import run_versions_get
+from scorecards.selectors.runs import run_get
+from scorecards.selectors.workspaces import membership_for
 from scorecards.services.events import event, events_record
 from scorecards.services.results import run_complete
 

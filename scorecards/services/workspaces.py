@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 
 from core.errors import Conflict, Forbidden, Invalid
 from scorecards.models import Membership, Role, Workspace
-from scorecards.selectors import require_role
+from scorecards.selectors.workspaces import require_role
 
 
 @transaction.atomic

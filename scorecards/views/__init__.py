@@ -8,7 +8,7 @@ through the same selectors and services as the API, so the rules (who may start,
 create what) are the services' alone.
 """
 
-from scorecards.views.cases import case_detail
+from scorecards.views.cases import case_page
 from scorecards.views.compare import compare
 from scorecards.views.history import harness_history
 from scorecards.views.run_form import run_new
@@ -16,7 +16,7 @@ from scorecards.views.runs import run_cancel_view, run_detail, run_rerun_view
 from scorecards.views.workspaces import datasets, harnesses, home, run_list, workspace_overview
 
 __all__ = [
-    "case_detail",
+    "case_page",
     "compare",
     "datasets",
     "harness_history",

@@ -8,8 +8,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from scorecards import selectors
 from scorecards.links import api_case_url
+from scorecards.replies.cases import CaseReply
+from scorecards.selectors.cases import case_detail
+from scorecards.selectors.runs import run_get
 from scorecards.views.common import page, provenance_badge
 
 
@@ -19,10 +21,10 @@ def _pretty(value: object) -> str:
 
 @page
 @require_GET
-def case_detail(request: HttpRequest, run_id: int, key: str | None = None) -> HttpResponse:
+def case_page(request: HttpRequest, run_id: int, key: str | None = None) -> HttpResponse:
     key = key if key is not None else request.GET.get("key", "")
-    reply = selectors.case_detail(user=request.user, run_id=run_id, key=key)
-    run = selectors.run_get(user=request.user, run_id=run_id)
+    reply = CaseReply.of(case_detail(user=request.user, run_id=run_id, key=key))
+    run = run_get(user=request.user, run_id=run_id)
     case = reply.data()
     for repeat in case["runs"]:
         result = repeat["result"]

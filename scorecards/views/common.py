@@ -14,7 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 
 from core.errors import Forbidden, NotFound, ServiceError
 from scorecards.models import Run
-from scorecards.selectors import runtime_label
+from scorecards.selectors.runs import runtime_label
 
 View = Callable[..., HttpResponse]
 

@@ -9,7 +9,9 @@ from django.views.decorators.http import require_GET
 
 from core.errors import Invalid, NotFound, ServiceError
 from core.fields import ascii_int
-from scorecards import selectors
+from scorecards.selectors.compare import output_diffs, run_compare
+from scorecards.selectors.runs import runs_latest
+from scorecards.selectors.workspaces import membership_for
 from scorecards.views.common import page
 
 
@@ -26,7 +28,7 @@ def _error_text(exc: ServiceError) -> str:
 @page
 @require_GET
 def compare(request: HttpRequest, slug: str) -> HttpResponse:
-    membership = selectors.membership_for(user=request.user, slug=slug)
+    membership = membership_for(user=request.user, slug=slug)
     a, b = _run_id(request.GET.get("a")), _run_id(request.GET.get("b"))
     comparison, error, status = None, "", 200
     given = [request.GET.get(name) for name in ("a", "b")]
@@ -35,14 +37,14 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
         error, status = "Run ids are numbers in ASCII digits.", 400
     elif b is not None:
         try:
-            comparison = selectors.run_compare(user=request.user, workspace_slug=slug, a=a, b=b)
+            comparison = run_compare(user=request.user, workspace_slug=slug, a=a, b=b)
         except (Invalid, NotFound) as exc:
             error = _error_text(exc)
             status = exc.status
         else:
-            selectors.output_diffs(comparison)
+            output_diffs(comparison)
             a = comparison.a.pk
-    runs = selectors.run_list(user=request.user, workspace_slug=slug, limit=100)
+    runs = runs_latest(user=request.user, workspace_slug=slug, limit=100)
     return render(
         request,
         "scorecards/compare.html",

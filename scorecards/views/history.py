@@ -6,15 +6,18 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from scorecards import selectors
+from scorecards.replies.history import HarnessHistoryReply
+from scorecards.selectors.history import harness_runs
+from scorecards.selectors.workspaces import membership_for
 from scorecards.views.common import page
 
 
 @page
 @require_GET
 def harness_history(request: HttpRequest, slug: str, name: str) -> HttpResponse:
-    membership = selectors.membership_for(user=request.user, slug=slug)
-    history = selectors.harness_history(user=request.user, workspace_slug=slug, name=name)
+    membership = membership_for(user=request.user, slug=slug)
+    runs = harness_runs(user=request.user, workspace_slug=slug, name=name)
+    history = HarnessHistoryReply.of(workspace=membership.workspace.slug, harness=name, runs=runs)
     return render(
         request,
         "scorecards/harness_history.html",

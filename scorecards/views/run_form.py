@@ -11,8 +11,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from core.errors import ServiceError
-from scorecards import selectors
 from scorecards.models import Role
+from scorecards.selectors.catalog import VersionHistory, dataset_histories, harness_histories
+from scorecards.selectors.runs import runtime_choices
+from scorecards.selectors.workspaces import membership_for
 from scorecards.services import MAX_CONCURRENCY, MAX_METADATA_BYTES, MAX_REPEATS, run_start
 from scorecards.views.common import add_errors, page
 
@@ -46,7 +48,7 @@ def _name_version(value: str) -> tuple[str, int | None]:
     return value, None
 
 
-def _selected(histories: list[selectors.VersionHistory], value: str) -> Any:
+def _selected(histories: list[VersionHistory], value: str) -> Any:
     name, version = _name_version(value)
     for history in histories:
         if history.name == name:
@@ -56,9 +58,7 @@ def _selected(histories: list[selectors.VersionHistory], value: str) -> Any:
     return None
 
 
-def _version_options(
-    histories: list[selectors.VersionHistory], selected: str
-) -> list[dict[str, Any]]:
+def _version_options(histories: list[VersionHistory], selected: str) -> list[dict[str, Any]]:
     """Option groups per name: the latest (value `name`), then pinned older versions."""
     groups = []
     for history in histories:
@@ -80,12 +80,12 @@ def _version_options(
 def _render_run_form(
     request: HttpRequest, slug: str, data: dict[str, Any], form: RunForm, status: int = 200
 ) -> HttpResponse:
-    membership = selectors.membership_for(user=request.user, slug=slug)
-    harness_histories = selectors.harness_histories(user=request.user, workspace_slug=slug)
-    dataset_histories = selectors.dataset_histories(user=request.user, workspace_slug=slug)
-    harness_value = data.get("harness") or (harness_histories[0].name if harness_histories else "")
-    chosen = _selected(harness_histories, harness_value)
-    runtimes = selectors.runtime_choices(
+    membership = membership_for(user=request.user, slug=slug)
+    harness_versions = harness_histories(user=request.user, workspace_slug=slug)
+    dataset_versions = dataset_histories(user=request.user, workspace_slug=slug)
+    harness_value = data.get("harness") or (harness_versions[0].name if harness_versions else "")
+    chosen = _selected(harness_versions, harness_value)
+    runtimes = runtime_choices(
         user=request.user, capabilities=chosen.capabilities if chosen else []
     )
     runtime_value = data.get("runtime") or next(
@@ -98,8 +98,8 @@ def _render_run_form(
         {
             "workspace": membership.workspace,
             "can_start": membership.allows(Role.MEMBER),
-            "harness_groups": _version_options(harness_histories, harness_value),
-            "dataset_groups": _version_options(dataset_histories, data.get("dataset", "")),
+            "harness_groups": _version_options(harness_versions, harness_value),
+            "dataset_groups": _version_options(dataset_versions, data.get("dataset", "")),
             "runtimes": runtimes,
             "has_runners": len(runtimes) > 1,
             "runtime_value": runtime_value,

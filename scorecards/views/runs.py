@@ -15,17 +15,29 @@ from django.views.decorators.http import require_GET, require_POST
 from core.errors import Forbidden, Invalid, ServiceError
 from core.replies import data
 from runners.models import JobLogLine
-from scorecards import selectors
 from scorecards.links import case_url
 from scorecards.models import Role, Run
-from scorecards.selectors.summary import case_tallies
+from scorecards.replies.results import result_items
+from scorecards.replies.runs import RunReply
+from scorecards.selectors.cursors import cursor_decode, cursor_encode
+from scorecards.selectors.results import (
+    FAILURES,
+    RESULTS_PAGE,
+    results_after,
+    run_overview,
+    verdicts_parse,
+)
+from scorecards.selectors.runs import comparable_runs, run_baseline, run_get, runtime_label
+from scorecards.selectors.summary import case_tallies, run_summary, score_distribution
+from scorecards.selectors.waiting import run_waiting
+from scorecards.selectors.workspaces import membership_for
 from scorecards.services import RERUN_CHOICES, run_cancel, run_rerun
 from scorecards.views.common import page, result_rows
 
 INITIAL_LOG_LINES = 500
 FILTERS = (
     ("", "All"),
-    (selectors.FAILURES, "Failures"),
+    (FAILURES, "Failures"),
     ("pass", "Pass"),
     ("fail", "Fail"),
     ("error", "Error"),
@@ -47,12 +59,12 @@ def _page_of_results(run: Run, request: HttpRequest) -> dict[str, Any]:
     passes over settled repeats."""
     verdict = request.GET.get("verdict", "")
     try:
-        verdicts = selectors.verdicts_parse(verdict)
-        after = selectors.cursor_decode(request.GET.get("cursor"))
+        verdicts = verdicts_parse(verdict)
+        after = cursor_decode(request.GET.get("cursor"))
     except Invalid:
         verdict, verdicts, after = "", [], None
-    items, last = selectors.results_after(run, verdicts=verdicts, after=after)
-    rows = result_rows(data(items))
+    found, last = results_after(run, verdicts=verdicts, after=after)
+    rows = result_rows(data(result_items(found)))
     keys = {row["case"] for row in rows}
     tallies = case_tallies(run, keys) if run.repeats > 1 else {}
     for row in rows:
@@ -65,7 +77,7 @@ def _page_of_results(run: Run, request: HttpRequest) -> dict[str, Any]:
         "rows": rows,
         "verdict": verdict,
         "first_page": after is None,
-        "next_url": f"?{query}cursor={selectors.cursor_encode(last)}" if last else "",
+        "next_url": f"?{query}cursor={cursor_encode(last)}" if last else "",
         "first_url": f"?{query}".rstrip("&?") or "?",
         "filters": [
             {
@@ -82,11 +94,7 @@ def _page_of_results(run: Run, request: HttpRequest) -> dict[str, Any]:
 def _pair(run: Run) -> list[dict[str, Any]]:
     """The run with its parent or its reruns: each one's summary, shown together."""
     related = [run.parent] if run.parent_id else list(run.children.order_by("pk")[:5])
-    return [
-        {"run": other, "summary": selectors.run_summary(other)}
-        for other in related
-        if other is not None
-    ]
+    return [{"run": other, "summary": run_summary(other)} for other in related if other is not None]
 
 
 def _live(run: Run, logs: list[dict[str, Any]], results: dict[str, Any]) -> dict[str, Any]:
@@ -101,8 +109,8 @@ def _live(run: Run, logs: list[dict[str, Any]], results: dict[str, Any]) -> dict
         "terminal": run.is_terminal,
         # New results join the table only on its first page, until the page is full.
         "live_results": results["first_page"],
-        "verdicts": selectors.verdicts_parse(results["verdict"]),
-        "page_size": selectors.RESULTS_PAGE,
+        "verdicts": verdicts_parse(results["verdict"]),
+        "page_size": RESULTS_PAGE,
         "repeats": run.repeats,
         "api": reverse("api-run", args=[run.pk]),
         "logs_api": reverse("api-run-logs", args=[run.pk]),
@@ -115,12 +123,12 @@ def _live(run: Run, logs: list[dict[str, Any]], results: dict[str, Any]) -> dict
 @page
 @require_GET
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = selectors.run_get(user=request.user, run_id=run_id)
-    membership = selectors.membership_for(user=request.user, slug=run.workspace.slug)
-    reply = selectors.run_reply(run).data()
+    run = run_get(user=request.user, run_id=run_id)
+    membership = membership_for(user=request.user, slug=run.workspace.slug)
+    reply = RunReply.of(run_overview(run)).data()
     results = _page_of_results(run, request)
     logs = _log_tail(run)
-    baseline = selectors.run_baseline(run)
+    baseline = run_baseline(run)
     return render(
         request,
         "scorecards/run.html",
@@ -128,15 +136,15 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "run": run,
             "reply": reply,
             "results": results,
-            "runtime": selectors.runtime_label(run),
-            "waiting": selectors.run_waiting(run),
+            "runtime": runtime_label(run),
+            "waiting": run_waiting(run),
             "logs": logs,
             "can_cancel": not run.is_terminal and membership.may_cancel(run),
             "can_rerun": run.is_terminal and membership.allows(Role.MEMBER),
             "related": _pair(run),
-            "distribution": selectors.score_distribution(run),
+            "distribution": score_distribution(run),
             "baseline": baseline,
-            "comparable": selectors.comparable_runs(run=run),
+            "comparable": comparable_runs(run=run),
             "live": _live(run, logs, results),
         },
     )

@@ -14,8 +14,15 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from core.errors import Invalid
-from scorecards import selectors
 from scorecards.models import Role
+from scorecards.selectors.catalog import (
+    dataset_histories,
+    dataset_list,
+    harness_histories,
+    harness_list,
+)
+from scorecards.selectors.runs import runs_latest
+from scorecards.selectors.workspaces import membership_for, memberships_of
 from scorecards.services import dataset_create, dataset_parse_jsonl, harness_create
 from scorecards.views.common import add_errors, page, run_row
 
@@ -26,22 +33,22 @@ RECENT_RUNS = 10
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "home.html", {"memberships": selectors.memberships_of(request.user)})
+    return render(request, "home.html", {"memberships": memberships_of(request.user)})
 
 
 @page
 @require_GET
 def workspace_overview(request: HttpRequest, slug: str) -> HttpResponse:
-    membership = selectors.membership_for(user=request.user, slug=slug)
-    runs = selectors.run_list(user=request.user, workspace_slug=slug, limit=RECENT_RUNS)
+    membership = membership_for(user=request.user, slug=slug)
+    runs = runs_latest(user=request.user, workspace_slug=slug, limit=RECENT_RUNS)
     return render(
         request,
         "scorecards/workspace.html",
         {
             "workspace": membership.workspace,
             "membership": membership,
-            "harnesses": selectors.harness_list(user=request.user, workspace_slug=slug),
-            "datasets": selectors.dataset_list(user=request.user, workspace_slug=slug),
+            "harnesses": harness_list(user=request.user, workspace_slug=slug),
+            "datasets": dataset_list(user=request.user, workspace_slug=slug),
             "runs": [run_row(r) for r in runs],
         },
     )
@@ -50,8 +57,8 @@ def workspace_overview(request: HttpRequest, slug: str) -> HttpResponse:
 @page
 @require_GET
 def run_list(request: HttpRequest, slug: str) -> HttpResponse:
-    membership = selectors.membership_for(user=request.user, slug=slug)
-    runs = selectors.run_list(user=request.user, workspace_slug=slug, limit=200)
+    membership = membership_for(user=request.user, slug=slug)
+    runs = runs_latest(user=request.user, workspace_slug=slug, limit=200)
     return render(
         request,
         "scorecards/runs.html",
@@ -104,14 +111,14 @@ class DatasetForm(forms.Form):
 def _catalogpage(
     request: HttpRequest, slug: str, template: str, form: forms.Form | None, status: int = 200
 ) -> HttpResponse:
-    membership = selectors.membership_for(user=request.user, slug=slug)
+    membership = membership_for(user=request.user, slug=slug)
     if template.endswith("harnesses.html"):
-        histories = selectors.harness_histories(user=request.user, workspace_slug=slug)
+        histories = harness_histories(user=request.user, workspace_slug=slug)
         for history in histories:
             for version in history.versions:
                 version.spec_json = json.dumps(version.spec, indent=2)
     else:
-        histories = selectors.dataset_histories(user=request.user, workspace_slug=slug)
+        histories = dataset_histories(user=request.user, workspace_slug=slug)
     return render(
         request,
         template,

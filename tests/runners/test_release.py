@@ -14,7 +14,7 @@ from django.utils import timezone
 from runners import queue
 from runners.models import AttemptStatus, JobAttempt, JobStatus, Runner, RunnerJob
 from scorecards.models import RunEvent
-from scorecards.selectors import run_waiting
+from scorecards.selectors.waiting import run_waiting
 from scorecards.services import lease_hand_back
 from tests.suites import pair, start, suite
 

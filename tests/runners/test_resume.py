@@ -16,7 +16,7 @@ from runners import queue
 from runners.models import AttemptStatus, JobAttempt, JobLogLine, JobStatus, RunnerJob
 from scorecards.models import CaseResult as CaseResultRow
 from scorecards.models import RunEvent
-from scorecards.selectors import shadow_summary
+from scorecards.selectors.ledger import shadow_summary
 from scorecards.services import (
     failure_report,
     lease_heartbeat,

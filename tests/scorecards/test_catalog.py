@@ -9,7 +9,7 @@ from django.db import connection
 
 from core.errors import Forbidden, Invalid, NotFound
 from scorecards.models import Case, DatasetVersion, HarnessVersion, Membership, Role
-from scorecards.selectors import dataset_get, dataset_list, harness_get, harness_list
+from scorecards.selectors.catalog import dataset_get, dataset_list, harness_get, harness_list
 from scorecards.services import (
     dataset_create,
     dataset_parse_jsonl,

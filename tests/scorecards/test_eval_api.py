@@ -18,7 +18,7 @@ from runnercli.protocol import Fingerprint
 from runners import queue
 from runners.models import JobAttempt, RunnerJob
 from scorecards.models import CaseResult, Run
-from scorecards.selectors import cursor_encode
+from scorecards.selectors.cursors import cursor_encode
 from scorecards.services import dataset_create, harness_create, result_submit, run_cancel
 from tests.bulk import seeded_run
 from tests.suites import ECHO_SPEC, completed, pair, start, suite

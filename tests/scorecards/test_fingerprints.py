@@ -9,7 +9,7 @@ from django.test import Client
 
 from runnercli.protocol import CaseResult, Fingerprint
 from runners import queue
-from scorecards.selectors import run_compare
+from scorecards.selectors.compare import run_compare
 from scorecards.selectors.fingerprints import (
     FingerprintChange,
     fingerprint_changes,

@@ -13,7 +13,8 @@ from typing import Any
 
 from runners.models import JobStatus, RunnerJob
 from scorecards.models import Run, RunEvent
-from scorecards.replies import RunSummary
+from scorecards.replies.results import result_items
+from scorecards.replies.runs import LogLine, RunSummary
 from scorecards.selectors.results import results_after
 from scorecards.selectors.runs import run_logs
 from scorecards.selectors.summary import run_summary
@@ -39,13 +40,14 @@ def run_changes(*, user: Any, run: Run, watch: Watch) -> tuple[list[dict[str, An
     are waiting (a batch was full)."""
     messages: list[dict[str, Any]] = []
     lines = [
-        line.data()
-        for line in run_logs(user=user, run_id=run.pk, after=watch.logs_after, limit=LIVE_BATCH)
+        LogLine.of(row).data()
+        for row in run_logs(user=user, run_id=run.pk, after=watch.logs_after, limit=LIVE_BATCH)
     ]
     if lines:
         watch.logs_after = lines[-1]["seq"]
         messages.append({"type": "logs", "lines": lines})
-    items, _ = results_after(run, after=watch.results_after, limit=LIVE_BATCH)
+    rows, _ = results_after(run, after=watch.results_after, limit=LIVE_BATCH)
+    items = result_items(rows)
     if items:
         watch.results_after = items[-1].seq
         messages.append(
