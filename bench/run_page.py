@@ -60,12 +60,12 @@ def whole_run_update(run: Any) -> bytes:
 
 
 def measure(member: Any, cases: int, repeat: int) -> dict[str, Any]:
+    from bulk import seeded_run
     from django.test import Client
 
     from scorecards.live import Watch, run_changes
     from scorecards.models import CaseResult, RunStatus
     from scorecards.selectors.runs import run_get
-    from tests.bulk import seeded_run
 
     began = time.perf_counter()
     run = seeded_run(

@@ -50,15 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from soak_chaos import Chaos  # noqa: E402 (bench/ is on the path: run from there)
-from soak_record import (  # noqa: E402
-    execution_check,
-    record_check,
-    refusal_check,
-)
-from soak_report import Report, SoakConfig  # noqa: E402
-
-from tests.cluster import (  # noqa: E402 (the repository root is put on the path first)
+from cluster import (  # noqa: E402
     DEFAULT_REDIS,
     Cluster,
     metric_sum,
@@ -66,6 +58,13 @@ from tests.cluster import (  # noqa: E402 (the repository root is put on the pat
     redis_problem,
     scrape,
 )
+from soak_chaos import Chaos  # noqa: E402 (bench/ is on the path: run from there)
+from soak_record import (  # noqa: E402
+    execution_check,
+    record_check,
+    refusal_check,
+)
+from soak_report import Report, SoakConfig  # noqa: E402
 
 SLUG = "soak"
 HARNESS = "sleepy-echo"

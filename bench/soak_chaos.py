@@ -14,9 +14,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from cluster import Cluster, RunnerProcess
 from soak_record import ChaosEvent
-
-from tests.cluster import Cluster, RunnerProcess
 
 if TYPE_CHECKING:
     from soak_report import Report, SoakConfig

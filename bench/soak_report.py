@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cluster import DEFAULT_REDIS
 from soak_record import ChaosEvent
-
-from tests.cluster import DEFAULT_REDIS
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Real processes for end-to-end tests: daphne, the scheduler and the runner CLI."""
+"""Real processes for end-to-end tests: daphne, the scheduler and the runner CLI; and whether a
+test of several replicas can run here."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+from cluster import database_url, redis_problem
 from django.db import connection
 
 from everdict.processes import Proc, daphne_args, free_port, spawn
@@ -23,24 +26,11 @@ ROOT = Path(__file__).resolve().parent.parent
 TAIL_LINES = 40
 
 
-def test_database_url() -> str:
-    """The URL of the database the test process is using, for the child processes."""
-    settings_dict = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{settings_dict['NAME']}"
-    user = settings_dict.get("USER") or "postgres"
-    password = settings_dict.get("PASSWORD") or ""
-    auth = f"{user}:{password}@" if password else f"{user}@"
-    host = settings_dict.get("HOST") or "127.0.0.1"
-    port = settings_dict.get("PORT") or 5432
-    return f"postgres://{auth}{host}:{port}/{settings_dict['NAME']}"
-
-
 def server_env(**overrides: Any) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         {
-            "DATABASE_URL": test_database_url(),
+            "DATABASE_URL": database_url(),
             "DJANGO_SETTINGS_MODULE": "everdict.settings",
             "PYTHONUNBUFFERED": "1",
             "EVERDICT_WAKE_RECHECK_S": "0.5",
@@ -139,3 +129,19 @@ def runner_cli(
     child_env.pop("DJANGO_SETTINGS_MODULE", None)
     child_env.update({k: str(v) for k, v in env.items()})
     return spawn([sys.executable, "-m", "runnercli", *args], tmp_path / f"{name}.log", child_env)
+
+
+def require_postgres_and_redis(redis_url: str) -> None:
+    """Skip the calling test unless it runs on PostgreSQL with Redis reachable.
+
+    A multi-replica deployment shares PostgreSQL (the queue) and Redis (channel layer and
+    cache). With REQUIRE_REDIS set (CI) an unreachable Redis fails instead of skipping.
+    """
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL: several replicas share the queue through it")
+    problem = redis_problem(redis_url)
+    if problem is None:
+        return
+    if os.environ.get("REQUIRE_REDIS", "").strip() not in ("", "0"):
+        pytest.fail(f"REQUIRE_REDIS is set but {problem}")
+    pytest.skip(f"needs Redis: {problem}")

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from cluster import DEFAULT_REDIS, Cluster, ok
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -27,7 +28,7 @@ from accounts.services import api_key_create
 from runnercli.client import RunnerClient
 from runnercli.protocol import CaseResult
 from runners.services import runner_pair
-from tests.cluster import DEFAULT_REDIS, Cluster, ok, require_postgres_and_redis
+from tests.live import require_postgres_and_redis
 from tests.suites import start, suite
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)]

@@ -13,17 +13,16 @@ counted by the harness itself.
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.cluster import DEFAULT_REDIS, require_postgres_and_redis
-
 # The soak is a script in bench/ (run as `python bench/soak.py`), importable by its name.
-sys.path.append(str(Path(__file__).resolve().parent.parent / "bench"))
 import soak
+from cluster import DEFAULT_REDIS
+
+from tests.live import require_postgres_and_redis
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)]
 

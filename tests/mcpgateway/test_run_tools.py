@@ -7,10 +7,10 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from bulk import seeded_run
 
 from accounts.services import api_key_create
 from scorecards.models import Run
-from tests.bulk import seeded_run
 from tests.mcpgateway.mcp_client import call, error_text, rest, structured
 from tests.suites import pair, suite
 

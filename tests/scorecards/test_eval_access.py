@@ -9,11 +9,11 @@ import json
 from typing import Any
 
 import pytest
+from bulk import seeded_run
 from django.test import Client
 
 from accounts.services import api_key_create
 from scorecards.models import Run
-from tests.bulk import seeded_run
 
 pytestmark = pytest.mark.django_db
 

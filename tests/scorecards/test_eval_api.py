@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from bulk import seeded_run
 from django.test import Client
 from django.utils import timezone
 
@@ -20,7 +21,6 @@ from runners.models import JobAttempt, RunnerJob
 from scorecards.models import CaseResult, Run
 from scorecards.selectors.cursors import cursor_encode
 from scorecards.services import dataset_create, harness_create, result_submit, run_cancel
-from tests.bulk import seeded_run
 from tests.suites import ECHO_SPEC, completed, pair, start, suite
 
 pytestmark = pytest.mark.django_db

@@ -14,9 +14,9 @@ from typing import Any
 
 import psutil
 import pytest
+from bulk import seeded_run
 
 from accounts.services import api_key_create
-from tests.bulk import seeded_run
 from tests.live import daphne
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

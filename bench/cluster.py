@@ -4,11 +4,13 @@ workers over one PostgreSQL database and one Redis, and runner CLI processes poi
 Every process is real and is started, killed (`kill -9`), paused and restarted the way an
 operator or a crash would: a replica comes back on the port it had, a runner with the
 token it had. The processes run over the database this process's Django is connected to
-(the test database under pytest, a scratch database in `bench/soak.py`).
+(a scratch database in `bench/soak.py`, the test database under pytest: `tests/test_replicas.py`
+and `tests/test_soak.py` use it too).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -21,16 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.live import (
-    Proc,
-    daphne_args,
-    free_port,
-    rest,
-    runner_cli,
-    server_env,
-    spawn,
-    wait_http,
-)
+from everdict.processes import Proc, daphne_args, free_port, spawn, wait_http
 
 # The Redis server the multi-replica tests use (a database number is appended per suite).
 DEFAULT_REDIS = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379").rstrip("/")
@@ -54,33 +47,25 @@ def redis_problem(url: str) -> str | None:
     return None
 
 
-def require_postgres_and_redis(redis_url: str) -> None:
-    """Skip the calling test unless it runs on PostgreSQL with Redis reachable.
-
-    A multi-replica deployment shares PostgreSQL (the queue) and Redis (channel layer and
-    cache). With REQUIRE_REDIS set (CI) an unreachable Redis fails instead of skipping.
-    """
-    import pytest
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL: several replicas share the queue through it")
-    problem = redis_problem(redis_url)
-    if problem is None:
-        return
-    if os.environ.get("REQUIRE_REDIS", "").strip() not in ("", "0"):
-        pytest.fail(f"REQUIRE_REDIS is set but {problem}")
-    pytest.skip(f"needs Redis: {problem}")
-
-
 # --------------------------------------------------------------------------- HTTP
 
 
 def ok(base_url: str, method: str, path: str, token: str, body: Any = None) -> Any:
-    status, reply = rest(base_url, method, path, token, body)
-    if status >= 300:
-        raise RuntimeError(f"{method} {path} answered {status}: {reply}")
-    return reply
+    """One REST call with a bearer key; its decoded JSON reply, or RuntimeError for a status
+    of 300 or more."""
+    request = urllib.request.Request(
+        f"{base_url}{path}",
+        data=None if body is None else json.dumps(body).encode(),
+        method=method,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            raw = reply.read()
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode(errors="replace")
+        raise RuntimeError(f"{method} {path} answered {exc.code}: {detail}") from exc
+    return json.loads(raw) if raw else None
 
 
 def scrape(base_url: str, timeout: float = 5) -> str | None:
@@ -108,6 +93,37 @@ def metric_sum(text: str, name: str) -> dict[str, float]:
 
 
 # ---------------------------------------------------------------------- processes
+
+
+def database_url() -> str:
+    """The URL of the database this process's Django is connected to, for its children."""
+    from django.db import connection
+
+    settings_dict = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{settings_dict['NAME']}"
+    user = settings_dict.get("USER") or "postgres"
+    password = settings_dict.get("PASSWORD") or ""
+    auth = f"{user}:{password}@" if password else f"{user}@"
+    host = settings_dict.get("HOST") or "127.0.0.1"
+    port = settings_dict.get("PORT") or 5432
+    return f"postgres://{auth}{host}:{port}/{settings_dict['NAME']}"
+
+
+def server_env(env: Mapping[str, Any]) -> dict[str, str]:
+    """The environment of the cluster's servers and schedulers: this process's database, and
+    `env` over it."""
+    child_env = dict(os.environ)
+    child_env.update(
+        {
+            "DATABASE_URL": database_url(),
+            "DJANGO_SETTINGS_MODULE": "everdict.settings",
+            "PYTHONUNBUFFERED": "1",
+            "EVERDICT_WAKE_RECHECK_S": "0.5",
+        }
+    )
+    child_env.update({k: str(v) for k, v in env.items()})
+    return child_env
 
 
 @dataclass
@@ -157,7 +173,7 @@ class Cluster:
         scheduler_interval: float = 0.2,
     ) -> None:
         self.workdir = workdir
-        self.env = server_env(**dict(env or {}))
+        self.env = server_env(env or {})
         self.replicas = [Replica(index=i, port=free_port()) for i in range(replicas)]
         self.scheduler_count = schedulers
         self.schedulers: list[Proc | None] = [None] * schedulers
@@ -182,7 +198,7 @@ class Cluster:
             self._spawn_replica(replica)
         for replica in self.replicas:
             assert replica.proc is not None
-            wait_http(f"{replica.url}/healthz", timeout=60, proc=replica.proc)
+            wait_http(f"{replica.url}/healthz", timeout_s=60, watch=[replica.proc], tail_lines=40)
         for i in range(self.scheduler_count):
             self.start_scheduler(i)
 
@@ -224,7 +240,9 @@ class Cluster:
             self._spawn_replica(replica)
             assert replica.proc is not None
             try:
-                wait_http(f"{replica.url}/healthz", timeout=60, proc=replica.proc)
+                wait_http(
+                    f"{replica.url}/healthz", timeout_s=60, watch=[replica.proc], tail_lines=40
+                )
                 return
             except RuntimeError:
                 # The port may linger for a moment after a kill; try again.
@@ -272,22 +290,24 @@ class Cluster:
         return runner
 
     def start_runner(self, runner: RunnerProcess) -> None:
+        """Start `python -m runnercli run` for the runner, as its member would (a config file
+        of its own), allowing any harness: consent is not what a cluster exercises."""
         runner.incarnation += 1
         runner.down = False
-        runner.proc = runner_cli(
-            self.workdir,
-            [
-                "run",
-                "--server",
-                runner.server,
-                "--token",
-                runner.token,
-                "--max-concurrent",
-                str(runner.max_concurrent),
-                "--wait-ms",
-                str(runner.wait_ms),
-            ],
-            name=f"{runner.label}-{runner.incarnation}",
+        name = f"{runner.label}-{runner.incarnation}"
+        child_env = dict(os.environ)
+        child_env.pop("DJANGO_SETTINGS_MODULE", None)
+        child_env.update(
+            {
+                "PYTHONUNBUFFERED": "1",
+                "EVERDICT_RUNNER_CONFIG": str(self.workdir / f"{name}.json"),
+                "NO_COLOR": "1",
+            }
+        )
+        args = ["run", "--allow-any", "--server", runner.server, "--token", runner.token]
+        args += ["--max-concurrent", str(runner.max_concurrent), "--wait-ms", str(runner.wait_ms)]
+        runner.proc = spawn(
+            [sys.executable, "-m", "runnercli", *args], self.workdir / f"{name}.log", child_env
         )
 
     def kill_runner(self, runner: RunnerProcess) -> None:

@@ -1,5 +1,5 @@
 """Runs of 10,000 or 100,000 settled results, written with bulk inserts (never through a runner):
-for the tests that prove the pages, replies and exports stay bounded, and for `bench/`."""
+for `run_page.py`, and for the tests that prove the pages, replies and exports stay bounded."""
 
 from __future__ import annotations
 
