@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.authentication import signed_in
 from accounts.models import ApiKey
 from accounts.replies import ApiKeyItem, ApiKeyItems, IssuedKey
 from accounts.services import api_key_create, api_key_revoke
@@ -40,14 +41,14 @@ class ApiKeyCreateSerializer(StrictSerializer):
 class ApiKeyListView(APIView):
     @extend_schema(responses=ApiKeyItems)
     def get(self, request: Request) -> Response:
-        keys = ApiKey.objects.owned_by(request.user).active()
+        keys = ApiKey.objects.owned_by(signed_in(request)).active()
         return Response(data([ApiKeyItem.of(key) for key in keys]))
 
     @extend_schema(request=ApiKeyCreateSerializer, responses={201: IssuedKey})
     def post(self, request: Request) -> Response:
         body = ApiKeyCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        issued = api_key_create(user=request.user, name=body.validated_data["name"])
+        issued = api_key_create(user=signed_in(request), name=body.validated_data["name"])
         reply = IssuedKey.of(issued.api_key, issued.key)
         return Response(reply.data(), status=status.HTTP_201_CREATED)
 
@@ -55,6 +56,6 @@ class ApiKeyListView(APIView):
 class ApiKeyDetailView(APIView):
     @extend_schema(responses={204: None})
     def delete(self, request: Request, key_id: int) -> Response:
-        if not api_key_revoke(user=request.user, key_id=key_id):
+        if not api_key_revoke(user=signed_in(request), key_id=key_id):
             raise NotFound("API key not found.")
         return Response(status=status.HTTP_204_NO_CONTENT)

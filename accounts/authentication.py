@@ -1,14 +1,29 @@
-"""DRF authentication: `Authorization: Bearer evk_…`. Runner tokens are for /mcp only."""
+"""Who a request is signed in as: DRF authentication by `Authorization: Bearer evk_…` (runner
+tokens are for /mcp only), and the user behind a page or API request that was let through."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
 from accounts import tokens
 from accounts.services import api_key_authenticate
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+
+def signed_in(request: HttpRequest | Request) -> User:
+    """The user the request is signed in as, for a view its authentication let through (a
+    page behind its login, an API view behind `IsAuthenticated`); anyone else is refused."""
+    user = request.user
+    if user is not None and user.is_authenticated:
+        return user
+    raise PermissionDenied("Sign in first.")
 
 
 class BearerKeyAuthentication(authentication.BaseAuthentication):

@@ -1,17 +1,20 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
     def active(self) -> ApiKeyQuerySet:
         return self.filter(revoked_at__isnull=True)
 
-    def owned_by(self, user: Any) -> ApiKeyQuerySet:
+    def owned_by(self, user: User) -> ApiKeyQuerySet:
         return self.filter(user=user)
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
 from django.db import connections, models
@@ -14,6 +14,9 @@ from django.utils import timezone
 
 from accounts import tokens
 from accounts.models import ApiKey
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 # last_used_at is informative: write it at most this often per key, not on every call.
 _LAST_USED_WRITE_INTERVAL = timedelta(seconds=60)
@@ -25,7 +28,7 @@ class IssuedApiKey:
     key: str
 
 
-def api_key_create(*, user: Any, name: str = "") -> IssuedApiKey:
+def api_key_create(*, user: User, name: str = "") -> IssuedApiKey:
     """Create a personal API key; the plaintext is returned here and never again."""
     key = tokens.new_secret(tokens.API_KEY_PREFIX)
     api_key = ApiKey.objects.create(
@@ -34,7 +37,7 @@ def api_key_create(*, user: Any, name: str = "") -> IssuedApiKey:
     return IssuedApiKey(api_key=api_key, key=key)
 
 
-def api_key_revoke(*, user: Any, key_id: int) -> bool:
+def api_key_revoke(*, user: User, key_id: int) -> bool:
     """Revoke one of the user's keys; False when it is not theirs or already revoked."""
     return (
         ApiKey.objects.owned_by(user).active().filter(pk=key_id).update(revoked_at=timezone.now())

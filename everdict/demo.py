@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from everdict.processes import (
     Proc,
@@ -34,6 +34,9 @@ from everdict.processes import (
     spawn,
     wait_http,
 )
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 USERNAME = PASSWORD = "demo"
 WORKSPACE = "demo"
@@ -87,7 +90,7 @@ class DemoError(Exception):
 # ------------------------------------------------------------------ seeding
 
 
-def demo_user() -> Any:
+def demo_user() -> User:
     from django.contrib.auth import get_user_model
 
     user, _ = get_user_model().objects.get_or_create(username=USERNAME)
@@ -96,7 +99,7 @@ def demo_user() -> Any:
     return user
 
 
-def demo_seed(user: Any) -> None:
+def demo_seed(user: User) -> None:
     """Create the workspace, harness and dataset, or a new version when they changed."""
     from runnercli.protocol import HarnessSpec
     from scorecards.models import Case, DatasetVersion, HarnessVersion, Workspace
@@ -118,7 +121,7 @@ def demo_seed(user: Any) -> None:
         dataset_create(user=user, workspace_slug=WORKSPACE, name=DATASET, cases=CASES)
 
 
-def demo_runner(user: Any, config_file: Path, server: str) -> Any:
+def demo_runner(user: User, config_file: Path, server: str) -> Any:
     """Reuse the runner paired by an earlier start, or revoke it and pair a new one.
 
     The token is only in the runner's config file (the server keeps its hash), so a

@@ -12,10 +12,11 @@ import asyncio
 import logging
 import threading
 import time
-from typing import Any, Literal
+from typing import Literal
 
 from channels.db import database_sync_to_async
 from django.conf import settings
+from django.contrib.auth.models import User
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver.exceptions import ToolError
@@ -45,7 +46,7 @@ class Principal(AccessToken):
     kind: Literal["runner", "user", "unavailable"]
     # The rows the token resolved to, read once per HTTP request by the verifier.
     runner: Runner | None = Field(default=None, exclude=True)
-    user: Any = Field(default=None, exclude=True)
+    user: User | None = Field(default=None, exclude=True)
 
     cause: str = Field(default="", exclude=True)
 
@@ -63,7 +64,7 @@ class Principal(AccessToken):
             )
         return self.runner
 
-    def require_user(self, tool: str) -> Any:
+    def require_user(self, tool: str) -> User:
         """Return the calling user; a runner token is least-privilege and refused here."""
         self._available()
         if self.kind != "user" or self.user is None:

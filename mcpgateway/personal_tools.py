@@ -7,7 +7,7 @@ equals the REST one item for item.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, StringConstraints
 
@@ -24,30 +24,33 @@ from runners.replies import DevicePairingItem, PairedRunner, runner_items
 from runners.services import runner_pair, runner_revoke
 from runners.throttles import device_code_wait
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 Label = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
 
 
-def _paired(owner: Any, label: str, os: str, capabilities: list[str]) -> PairedRunner:
+def _paired(owner: User, label: str, os: str, capabilities: list[str]) -> PairedRunner:
     paired = runner_pair(
         owner=owner, label=label, os=os, capabilities=capabilities, via=PairingMethod.MCP
     )
     return PairedRunner.of(paired.runner, paired.token)
 
 
-def _runners(owner: Any) -> RunnerList:
+def _runners(owner: User) -> RunnerList:
     return RunnerList(runners=runner_items(Runner.objects.owned_by(owner)))
 
 
-def _revoked(owner: Any, runner_id: int) -> Revoked:
+def _revoked(owner: User, runner_id: int) -> Revoked:
     runner_revoke(owner=owner, runner_id=runner_id)
     return Revoked(revoked=True)
 
 
-def _api_keys(user: Any) -> ApiKeyList:
+def _api_keys(user: User) -> ApiKeyList:
     return ApiKeyList(keys=[ApiKeyItem.of(key) for key in ApiKey.objects.owned_by(user).active()])
 
 
-def _approved(user: Any, user_code: str) -> DevicePairingItem:
+def _approved(user: User, user_code: str) -> DevicePairingItem:
     if (wait := device_code_wait(user)) is not None:
         raise QuotaExceeded(f"Too many codes tried: wait {int(wait) + 1} s, then try again.")
     pairing = device_pairing_decide(user=user, user_code=user_code, approve=True)

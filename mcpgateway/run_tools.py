@@ -9,7 +9,7 @@ token as the `cursor` of REST's `next` URL).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from django.conf import settings
 from pydantic import Field
@@ -30,6 +30,9 @@ from scorecards.services import (
     run_start,
 )
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 RunId = Annotated[int, Field(ge=1, le=2**63 - 1)]
 Limit = Annotated[int, Field(ge=1, le=MAX_RESULTS_PAGE)]
 
@@ -38,19 +41,19 @@ def _reply(run: Any) -> RunReply:
     return RunReply.of(run_overview(run), base_url=settings.EVERDICT_PUBLIC_URL.rstrip("/"))
 
 
-def _started(user: Any, **kwargs: Any) -> RunReply:
+def _started(user: User, **kwargs: Any) -> RunReply:
     return _reply(run_start(user=user, **kwargs))
 
 
-def _run(user: Any, run_id: int) -> RunReply:
+def _run(user: User, run_id: int) -> RunReply:
     return _reply(run_get(user=user, run_id=run_id))
 
 
-def _results(user: Any, run_id: int, **kwargs: Any) -> ResultPage:
+def _results(user: User, run_id: int, **kwargs: Any) -> ResultPage:
     return ResultPage.of(*results_page(run_get(user=user, run_id=run_id), **kwargs))
 
 
-def _compared(user: Any, a: int | None, b: int) -> CompareReply:
+def _compared(user: User, a: int | None, b: int) -> CompareReply:
     return CompareReply.of(run_compare(user=user, a=a, b=b))
 
 
@@ -58,11 +61,11 @@ def _runs(**kwargs: Any) -> RunPage:
     return RunPage.of(*runs_page(**kwargs))
 
 
-def _rerun(user: Any, run_id: int, only: str) -> RunReply:
+def _rerun(user: User, run_id: int, only: str) -> RunReply:
     return _reply(run_rerun(user=user, run_id=run_id, only=only))
 
 
-def _canceled(user: Any, run_id: int) -> RunReply:
+def _canceled(user: User, run_id: int) -> RunReply:
     return _reply(run_cancel(user=user, run_id=run_id))
 
 

@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.authentication import signed_in
 from core.replies import data
 from core.serializers import StrictSerializer
 from runnercli.protocol import CAPABILITY_RE, MAX_CAPABILITIES, MAX_CAPABILITY_CHARS
@@ -48,13 +49,13 @@ class RunnerPairSerializer(StrictSerializer):
 class RunnerListView(APIView):
     @extend_schema(responses=RunnerItems)
     def get(self, request: Request) -> Response:
-        return Response(data(runner_items(Runner.objects.owned_by(request.user))))
+        return Response(data(runner_items(Runner.objects.owned_by(signed_in(request)))))
 
     @extend_schema(request=RunnerPairSerializer, responses={201: PairedRunner})
     def post(self, request: Request) -> Response:
         body = RunnerPairSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        paired = runner_pair(owner=request.user, via=PairingMethod.API, **body.validated_data)
+        paired = runner_pair(owner=signed_in(request), via=PairingMethod.API, **body.validated_data)
         reply = PairedRunner.of(paired.runner, paired.token)
         return Response(reply.data(), status=status.HTTP_201_CREATED)
 
@@ -62,5 +63,5 @@ class RunnerListView(APIView):
 class RunnerDetailView(APIView):
     @extend_schema(responses={204: None})
     def delete(self, request: Request, runner_id: int) -> Response:
-        runner_revoke(owner=request.user, runner_id=runner_id)
+        runner_revoke(owner=signed_in(request), runner_id=runner_id)
         return Response(status=status.HTTP_204_NO_CONTENT)

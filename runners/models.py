@@ -2,16 +2,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 
 class RunnerQuerySet(models.QuerySet["Runner"]):
-    def owned_by(self, user: Any) -> RunnerQuerySet:
+    def owned_by(self, user: User | int) -> RunnerQuerySet:
         return self.filter(owner=user)
 
     def active(self) -> RunnerQuerySet:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -26,6 +26,9 @@ from runnercli.device_protocol import (
 )
 from runners.models import DevicePairing, DevicePairingStatus, PairingMethod
 from runners.services import PairedRunner, pairing_check, runner_pair
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 SLOW_DOWN_STEP_S = 5  # RFC 8628 §3.5: each too-early poll adds 5 s to the interval
 _CODE_LETTERS = 8
@@ -138,7 +141,7 @@ def _collect(pairing: DevicePairing, now: Any) -> PairedRunner:
     return paired
 
 
-def device_pairing_open(*, user: Any, user_code: str) -> DevicePairing:
+def device_pairing_open(*, user: User, user_code: str) -> DevicePairing:
     """The request behind a code, for its page; a pending one is listed on the member's
     account page from now on."""
     pairing = _by_code(user_code)
@@ -148,7 +151,7 @@ def device_pairing_open(*, user: Any, user_code: str) -> DevicePairing:
     return pairing
 
 
-def device_pairing_decide(*, user: Any, user_code: str, approve: bool) -> DevicePairing:
+def device_pairing_decide(*, user: User, user_code: str, approve: bool) -> DevicePairing:
     """Approve (the machine becomes `user`'s runner when it collects its token) or deny a
     pending, unexpired request."""
     pairing = _by_code(user_code)
@@ -165,7 +168,7 @@ def device_pairing_decide(*, user: Any, user_code: str, approve: bool) -> Device
     raise Conflict(f"This pairing request was already {pairing.get_status_display().lower()}.")
 
 
-def device_pairings_waiting(*, user: Any) -> QuerySet[DevicePairing]:
+def device_pairings_waiting(*, user: User) -> QuerySet[DevicePairing]:
     """What the member has to act on or wait for: requests they opened and have not decided,
     and those they approved that the machine has not collected yet."""
     mine = Q(opened_by=user, status=DevicePairingStatus.PENDING) | Q(

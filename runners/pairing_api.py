@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.authentication import signed_in
 from core.schema import service_errors
 from runnercli.device_protocol import (
     DeviceAuthorization,
@@ -100,7 +101,7 @@ class DevicePairingDecideView(APIView):
     @service_errors(DECIDED, THROTTLED)
     def post(self, request: Request, user_code: str) -> Response:
         pairing = device_pairing_decide(
-            user=request.user, user_code=user_code, approve=self.approve
+            user=signed_in(request), user_code=user_code, approve=self.approve
         )
         return Response(DevicePairingItem.of(pairing).data())
 

@@ -11,13 +11,14 @@ from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.authentication import signed_in
 from core.errors import ServiceError
 from runners.pairing import device_pairing_decide, device_pairing_open, user_code_normal
 from runners.throttles import device_code_wait
 
 
 def _throttled(request: HttpRequest) -> HttpResponse | None:
-    wait = device_code_wait(request.user)
+    wait = device_code_wait(signed_in(request))
     if wait is None:
         return None
     context = {"error": f"Too many codes tried: wait {int(wait) + 1} s, then try again."}
@@ -42,7 +43,7 @@ def pair_page(request: HttpRequest, user_code: str) -> HttpResponse:
     if refused := _throttled(request):
         return refused
     try:
-        pairing = device_pairing_open(user=request.user, user_code=user_code)
+        pairing = device_pairing_open(user=signed_in(request), user_code=user_code)
     except ServiceError as exc:
         return render(request, "runners/pair.html", {"error": exc.detail}, status=exc.status)
     context = {"pairing": pairing, "expired": pairing.expires_at <= timezone.now()}
@@ -55,7 +56,9 @@ def _decide(request: HttpRequest, user_code: str, approve: bool) -> HttpResponse
     if refused := _throttled(request):
         return refused
     try:
-        pairing = device_pairing_decide(user=request.user, user_code=user_code, approve=approve)
+        pairing = device_pairing_decide(
+            user=signed_in(request), user_code=user_code, approve=approve
+        )
     except ServiceError as exc:
         messages.error(request, str(exc.detail))
     else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
@@ -24,6 +24,9 @@ from runners import queue, revocations
 from runners.models import PairingMethod, Runner
 from runners.presence import runner_touch
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 
 @dataclass(frozen=True)
 class PairedRunner:
@@ -33,7 +36,7 @@ class PairedRunner:
 
 def runner_pair(
     *,
-    owner: Any,
+    owner: User,
     label: str,
     os: str = "",
     capabilities: list[str] | None = None,
@@ -72,7 +75,7 @@ def pairing_check(label: str, os: str, capabilities: list[str]) -> None:
         raise Invalid(errors)
 
 
-def _paired_from(owner: Any, slug: str | None) -> Any:
+def _paired_from(owner: User, slug: str | None) -> Any:
     """The workspace a runner is paired from (informative): one the owner belongs to.
 
     The workspace model belongs to the layer above (scorecards): it is reached through the
@@ -105,7 +108,7 @@ def runner_authenticate(token: str) -> Runner | None:
     return runner
 
 
-def runner_get(*, owner: Any, runner_id: int) -> Runner:
+def runner_get(*, owner: User, runner_id: int) -> Runner:
     """Return one of the owner's runners; anyone else's is NotFound, never Forbidden."""
     runner = Runner.objects.owned_by(owner).filter(pk=runner_id).first()
     if runner is None:
@@ -114,7 +117,7 @@ def runner_get(*, owner: Any, runner_id: int) -> Runner:
 
 
 @transaction.atomic
-def runner_revoke(*, owner: Any, runner_id: int) -> Runner:
+def runner_revoke(*, owner: User, runner_id: int) -> Runner:
     """Revoke a runner: its token stops working at once.
 
     The `self:any` jobs it held go back to the queue for the owner's other runners; jobs
@@ -131,7 +134,7 @@ def runner_revoke(*, owner: Any, runner_id: int) -> Runner:
     return runner
 
 
-def owner_deactivated(sender: Any, instance: Any, **kwargs: Any) -> None:
+def owner_deactivated(sender: Any, instance: User, **kwargs: Any) -> None:
     """A deactivated user's runners stop authenticating at once, on every replica."""
     if instance.is_active or kwargs.get("raw"):
         return

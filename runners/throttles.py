@@ -5,10 +5,13 @@ operators change them without a code change)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from rest_framework.throttling import SimpleRateThrottle
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class _SettingsRate(SimpleRateThrottle):
@@ -41,7 +44,7 @@ class DeviceCodeThrottle(_SettingsRate):
         return self.cache_format % {"scope": self.scope, "ident": request.user.pk}
 
 
-def device_code_wait(user: Any) -> float | None:
+def device_code_wait(user: User) -> float | None:
     """Count one code lookup by `user` outside DRF (page, MCP): None when allowed, else the
     seconds to wait."""
     throttle = DeviceCodeThrottle()

@@ -20,6 +20,7 @@ from django.shortcuts import redirect, render
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.authentication import signed_in
 from accounts.models import ApiKey
 from accounts.services import api_key_create, api_key_revoke
 from core.errors import NotFound
@@ -61,7 +62,8 @@ def _base_url(request: HttpRequest) -> str:
 
 
 def _render_account(request: HttpRequest, status: int = 200, **context: Any) -> HttpResponse:
-    owned = list(Runner.objects.owned_by(request.user))
+    user = signed_in(request)
+    owned = list(Runner.objects.owned_by(user))
     runners = [
         item.data()
         | {
@@ -78,8 +80,8 @@ def _render_account(request: HttpRequest, status: int = 200, **context: Any) -> 
     context.setdefault("key_form", ApiKeyCreateForm())
     context.update(
         runners=runners,
-        api_keys=ApiKey.objects.owned_by(request.user).active(),
-        device_pairings=device_pairings_waiting(user=request.user),
+        api_keys=ApiKey.objects.owned_by(user).active(),
+        device_pairings=device_pairings_waiting(user=user),
         base_url=_base_url(request),
     )
     response = render(request, "runners/account.html", context, status=status)
@@ -109,7 +111,7 @@ def runner_pair_view(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _render_account(request, status=400, pair_form=form)
     paired = runner_pair(
-        owner=request.user,
+        owner=signed_in(request),
         label=form.cleaned_data["label"],
         capabilities=form.cleaned_data["capabilities"],
         via=PairingMethod.PAGE,
@@ -123,7 +125,7 @@ def runner_pair_view(request: HttpRequest) -> HttpResponse:
 @require_POST
 def runner_revoke_view(request: HttpRequest, runner_id: int) -> HttpResponse:
     try:
-        runner = runner_revoke(owner=request.user, runner_id=runner_id)
+        runner = runner_revoke(owner=signed_in(request), runner_id=runner_id)
     except NotFound:
         messages.error(request, "Runner not found.")
     else:
@@ -137,7 +139,7 @@ def api_key_create_view(request: HttpRequest) -> HttpResponse:
     form = ApiKeyCreateForm(request.POST)
     if not form.is_valid():
         return _render_account(request, status=400, key_form=form)
-    issued = api_key_create(user=request.user, name=form.cleaned_data["name"])
+    issued = api_key_create(user=signed_in(request), name=form.cleaned_data["name"])
     return _show_once(
         request, issued_key={"api_key": {"name": issued.api_key.name}, "key": issued.key}
     )
@@ -146,7 +148,7 @@ def api_key_create_view(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def api_key_revoke_view(request: HttpRequest, key_id: int) -> HttpResponse:
-    if api_key_revoke(user=request.user, key_id=key_id):
+    if api_key_revoke(user=signed_in(request), key_id=key_id):
         messages.success(request, "API key revoked.")
     else:
         messages.error(request, "API key not found.")

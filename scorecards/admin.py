@@ -5,6 +5,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from accounts.authentication import signed_in
 from runners.admin import (
     ATTEMPT_COLUMNS,
     ATTEMPT_FIELDS,
@@ -125,7 +126,7 @@ class CaseResultAdmin(admin.ModelAdmin):
 @admin.action(description="Requeue selected open jobs now (fences off their runner)")
 def requeue_jobs(modeladmin: Any, request: HttpRequest, queryset: Any) -> None:
     done = sum(
-        operator_job_requeue(job_id=pk, operator=request.user)
+        operator_job_requeue(job_id=pk, operator=signed_in(request))
         for pk in queryset.values_list("pk", flat=True)
     )
     modeladmin.message_user(request, f"Requeued {done} job(s); closed ones were left alone.")
@@ -134,7 +135,7 @@ def requeue_jobs(modeladmin: Any, request: HttpRequest, queryset: Any) -> None:
 @admin.action(description="Fail selected open jobs (records an error result)")
 def fail_jobs(modeladmin: Any, request: HttpRequest, queryset: Any) -> None:
     done = sum(
-        operator_job_fail(job_id=pk, operator=request.user)
+        operator_job_fail(job_id=pk, operator=signed_in(request))
         for pk in queryset.values_list("pk", flat=True)
     )
     modeladmin.message_user(request, f"Failed {done} job(s); closed ones were left alone.")

@@ -9,7 +9,7 @@ with one new result, it reads that one and the run's summary, never the run whol
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runners.models import JobStatus, RunnerJob
 from scorecards.models import Run, RunEvent
@@ -18,6 +18,9 @@ from scorecards.replies.runs import LogLine, RunSummary
 from scorecards.selectors.results import results_after
 from scorecards.selectors.runs import run_logs
 from scorecards.selectors.summary import run_summary
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 # At most this many results or log lines per message; a watcher far behind gets several.
 LIVE_BATCH = 200
@@ -35,7 +38,7 @@ class Watch:
     state: tuple[Any, ...] | None = field(default=None)
 
 
-def run_changes(*, user: Any, run: Run, watch: Watch) -> tuple[list[dict[str, Any]], bool]:
+def run_changes(*, user: User, run: Run, watch: Watch) -> tuple[list[dict[str, Any]], bool]:
     """The messages that bring the watcher up to date (advancing `watch`), and whether more
     are waiting (a batch was full)."""
     messages: list[dict[str, Any]] = []

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class Role(models.TextChoices):
@@ -21,7 +24,7 @@ ROLE_RANK = {Role.VIEWER: 0, Role.MEMBER: 1, Role.ADMIN: 2, Role.OWNER: 3}
 
 
 class WorkspaceQuerySet(models.QuerySet["Workspace"]):
-    def visible_to(self, user: Any) -> WorkspaceQuerySet:
+    def visible_to(self, user: User) -> WorkspaceQuerySet:
         return self.filter(memberships__user=user)
 
 
@@ -151,7 +154,7 @@ TERMINAL_RUN_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCEL
 
 
 class RunQuerySet(models.QuerySet["Run"]):
-    def visible_to(self, user: Any) -> RunQuerySet:
+    def visible_to(self, user: User) -> RunQuerySet:
         return self.filter(workspace__memberships__user=user)
 
 

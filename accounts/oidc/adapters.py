@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from allauth.account.adapter import DefaultAccountAdapter
 from allauth.core.exceptions import ImmediateHttpResponse
@@ -25,6 +25,9 @@ from django.forms import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 log = logging.getLogger(__name__)
 
 # The raw ID token of the provider sign-in of this session, for logout at the provider.
@@ -37,7 +40,7 @@ class AccountAdapter(DefaultAccountAdapter):
         # Nobody signs up with a password here: accounts come from an operator or a provider.
         return False
 
-    def post_login(self, request: HttpRequest, user: Any, **kwargs: Any) -> HttpResponse:
+    def post_login(self, request: HttpRequest, user: User, **kwargs: Any) -> HttpResponse:
         response = super().post_login(request, user, **kwargs)
         sociallogin = (kwargs.get("signal_kwargs") or {}).get("sociallogin")
         if sociallogin is not None and sociallogin.state.get("id_token"):

@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.authentication import signed_in
 from core.parsers import BoundedJSONParser
 from core.replies import data
 from core.serializers import StrictSerializer
@@ -85,14 +86,16 @@ def _jsonl_text(request: Request) -> str | None:
 class HarnessListView(APIView):
     @extend_schema(responses=HarnessItems)
     def get(self, request: Request, slug: str) -> Response:
-        entries = harness_list(user=request.user, workspace_slug=slug)
+        entries = harness_list(user=signed_in(request), workspace_slug=slug)
         return Response(data([HarnessItem.of_entry(entry) for entry in entries]))
 
     @extend_schema(request=HarnessCreateSerializer, responses={201: HarnessReply})
     def post(self, request: Request, slug: str) -> Response:
         body = HarnessCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        harness = harness_create(user=request.user, workspace_slug=slug, **body.validated_data)
+        harness = harness_create(
+            user=signed_in(request), workspace_slug=slug, **body.validated_data
+        )
         return Response(HarnessReply.of(harness).data(), status=status.HTTP_201_CREATED)
 
 
@@ -101,7 +104,7 @@ class DatasetListView(APIView):
 
     @extend_schema(responses=DatasetItems)
     def get(self, request: Request, slug: str) -> Response:
-        entries = dataset_list(user=request.user, workspace_slug=slug)
+        entries = dataset_list(user=signed_in(request), workspace_slug=slug)
         return Response(data([DatasetItem.of_entry(entry) for entry in entries]))
 
     @extend_schema(
@@ -122,5 +125,7 @@ class DatasetListView(APIView):
             name, cases = body.validated_data["name"], body.validated_data["cases"]
         else:
             name, cases = request.query_params.get("name", ""), dataset_parse_jsonl(text)
-        dataset = dataset_create(user=request.user, workspace_slug=slug, name=name, cases=cases)
+        dataset = dataset_create(
+            user=signed_in(request), workspace_slug=slug, name=name, cases=cases
+        )
         return Response(DatasetReply.of(dataset).data(), status=status.HTTP_201_CREATED)

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.authentication import signed_in
 from core.replies import data
 from scorecards.api.paging import SettlementOrder
 from scorecards.exports import export_response
@@ -33,7 +34,7 @@ RESULT_PARAMETERS = [
 class RunResultsView(APIView):
     @extend_schema(parameters=RESULT_PARAMETERS, responses=ResultItemPage)
     def get(self, request: Request, run_id: int) -> Response:
-        run = run_get(user=request.user, run_id=run_id)
+        run = run_get(user=signed_in(request), run_id=run_id)
         verdicts = verdicts_parse(request.query_params.get("verdict"))
         paginator = SettlementOrder()
         page = paginator.paginate_queryset(results_of(run, verdicts), request, self)
@@ -50,7 +51,7 @@ class CaseDetailView(APIView):
     )
     def get(self, request: Request, run_id: int, key: str | None = None) -> Response:
         key = key if key is not None else request.query_params.get("key", "")
-        detail = case_detail(user=request.user, run_id=run_id, key=key)
+        detail = case_detail(user=signed_in(request), run_id=run_id, key=key)
         return Response(CaseReply.of(detail).data())
 
 
@@ -61,7 +62,7 @@ class RunExportView(APIView):
 
     @extend_schema(responses={(200, "text/csv"): OpenApiTypes.STR})
     def get(self, request: Request, run_id: int) -> Any:
-        run = run_get(user=request.user, run_id=run_id)
+        run = run_get(user=signed_in(request), run_id=run_id)
         # Under ASGI a stream must be an async iterator, or Django reads it whole first.
         asynchronous = isinstance(request._request, ASGIRequest)
         return export_response(run, self.fmt, asynchronous=asynchronous)

@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.authentication import signed_in
 from core.fields import IntegerField, ascii_int
 from core.replies import data
 from core.schema import service_errors
@@ -77,7 +78,7 @@ class RunCreateView(APIView):
     def get(self, request: Request, slug: str) -> Response:
         query = RunListQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
-        runs = runs_of(user=request.user, workspace_slug=slug, **query.validated_data)
+        runs = runs_of(user=signed_in(request), workspace_slug=slug, **query.validated_data)
         paginator = NewestFirst()
         page = paginator.paginate_queryset(runs, request, self) or []
         return paginator.get_paginated_response(data([RunItem.of(r) for r in page]))
@@ -87,14 +88,14 @@ class RunCreateView(APIView):
     def post(self, request: Request, slug: str) -> Response:
         body = RunCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        run = run_start(user=request.user, workspace_slug=slug, **body.validated_data)
+        run = run_start(user=signed_in(request), workspace_slug=slug, **body.validated_data)
         return Response(_reply(run, request).data(), status=status.HTTP_201_CREATED)
 
 
 class RunDetailView(APIView):
     @extend_schema(responses=RunReply)
     def get(self, request: Request, run_id: int) -> Response:
-        run = run_get(user=request.user, run_id=run_id)
+        run = run_get(user=signed_in(request), run_id=run_id)
         return Response(_reply(run, request).data())
 
 
@@ -107,14 +108,14 @@ class RunLogsView(APIView):
         after = ascii_int(request.query_params.get("after", "0"))
         if after is None:
             return Response({"after": ["Must be a non-negative integer (ASCII digits)."]}, 400)
-        lines = run_logs(user=request.user, run_id=run_id, after=after)
+        lines = run_logs(user=signed_in(request), run_id=run_id, after=after)
         return Response(data([LogLine.of(line) for line in lines]))
 
 
 class RunCancelView(APIView):
     @extend_schema(request=None, responses=RunReply)
     def post(self, request: Request, run_id: int) -> Response:
-        run = run_cancel(user=request.user, run_id=run_id)
+        run = run_cancel(user=signed_in(request), run_id=run_id)
         return Response(_reply(run, request).data())
 
 
@@ -124,7 +125,7 @@ class RunRerunView(APIView):
     def post(self, request: Request, run_id: int) -> Response:
         body = RunRerunSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        run = run_rerun(user=request.user, run_id=run_id, **body.validated_data)
+        run = run_rerun(user=signed_in(request), run_id=run_id, **body.validated_data)
         return Response(_reply(run, request).data(), status=status.HTTP_201_CREATED)
 
 
@@ -145,5 +146,5 @@ class RunCompareView(APIView):
         if baseline != "previous" and not baseline.isdigit():
             return Response({"baseline": ["A run id, or `previous`."]}, status=400)
         a = None if baseline == "previous" else int(baseline)
-        comparison = run_compare(user=request.user, b=run_id, a=a)
+        comparison = run_compare(user=signed_in(request), b=run_id, a=a)
         return Response(CompareReply.of(comparison).data())

@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.authentication import signed_in
 from core.fields import IntegerField
 from core.replies import data
 from core.schema import service_errors
@@ -52,7 +53,7 @@ class MemberAddSerializer(StrictSerializer):
 class WorkspaceListView(APIView):
     @extend_schema(responses=WorkspaceReplies)
     def get(self, request: Request) -> Response:
-        memberships = memberships_of(request.user)
+        memberships = memberships_of(signed_in(request))
         return Response(data([WorkspaceReply.of(m.workspace, m.role) for m in memberships]))
 
     @extend_schema(request=WorkspaceCreateSerializer, responses={201: WorkspaceReply})
@@ -60,7 +61,7 @@ class WorkspaceListView(APIView):
     def post(self, request: Request) -> Response:
         body = WorkspaceCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        workspace = workspace_create(user=request.user, **body.validated_data)
+        workspace = workspace_create(user=signed_in(request), **body.validated_data)
         reply = WorkspaceReply.of(workspace, Role.OWNER)
         return Response(reply.data(), status=status.HTTP_201_CREATED)
 
@@ -68,15 +69,16 @@ class WorkspaceListView(APIView):
 class WorkspaceDetailView(APIView):
     @extend_schema(responses=WorkspaceReply)
     def get(self, request: Request, slug: str) -> Response:
-        membership = membership_for(user=request.user, slug=slug)
+        membership = membership_for(user=signed_in(request), slug=slug)
         return Response(WorkspaceReply.of(membership.workspace, membership.role).data())
 
     @extend_schema(request=WorkspaceUpdateSerializer, responses=WorkspaceReply)
     def patch(self, request: Request, slug: str) -> Response:
+        user = signed_in(request)
         body = WorkspaceUpdateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        workspace = workspace_update(user=request.user, slug=slug, changes=body.validated_data)
-        role = membership_for(user=request.user, slug=slug).role
+        workspace = workspace_update(user=user, slug=slug, changes=body.validated_data)
+        role = membership_for(user=user, slug=slug).role
         return Response(WorkspaceReply.of(workspace, role).data())
 
 
@@ -85,5 +87,5 @@ class WorkspaceMembersView(APIView):
     def post(self, request: Request, slug: str) -> Response:
         body = MemberAddSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        membership = member_add(user=request.user, slug=slug, **body.validated_data)
+        membership = member_add(user=signed_in(request), slug=slug, **body.validated_data)
         return Response(MemberReply.of(membership).data(), status=status.HTTP_201_CREATED)

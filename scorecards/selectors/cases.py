@@ -5,7 +5,7 @@ lines."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -14,6 +14,9 @@ from runnercli.protocol import HarnessSpec
 from runners.models import JobAttempt, JobLogLine, RunnerJob
 from scorecards.models import Case, CaseResult, Run
 from scorecards.selectors.runs import LogRow, run_get
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 CASE_LOG_LINES = 2000
 
@@ -63,7 +66,7 @@ def _logs(run: Run, key: str, job_ids: list[int]) -> list[LogRow]:
     return [(seq, at, key, line) for seq, at, line in rows]
 
 
-def case_detail(*, user: Any, run_id: int, key: str) -> CaseDetail:
+def case_detail(*, user: User, run_id: int, key: str) -> CaseDetail:
     """One case of a run the user can see; NotFound for a key the run's dataset lacks."""
     run = run_get(user=user, run_id=run_id)
     case = Case.objects.filter(dataset_id=run.dataset_id, key=key).first()

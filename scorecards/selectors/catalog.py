@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 
 from core.errors import NotFound
 from scorecards.models import DatasetVersion, HarnessVersion, Workspace
 from scorecards.selectors.workspaces import membership_for
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 @dataclass(frozen=True)
@@ -113,14 +116,14 @@ def _latest_per_name(versions: QuerySet[Any]) -> QuerySet[Any]:
     )
 
 
-def harness_list(*, user: Any, workspace_slug: str) -> list[HarnessEntry]:
+def harness_list(*, user: User, workspace_slug: str) -> list[HarnessEntry]:
     """List each harness of a workspace at its latest version (any member may read)."""
     workspace = membership_for(user=user, slug=workspace_slug).workspace
     latest = _latest_per_name(HarnessVersion.objects.filter(workspace=workspace))
     return [HarnessEntry(latest=h, versions=h.version_count) for h in latest]
 
 
-def dataset_list(*, user: Any, workspace_slug: str) -> list[DatasetEntry]:
+def dataset_list(*, user: User, workspace_slug: str) -> list[DatasetEntry]:
     """List each dataset of a workspace at its latest version (any member may read)."""
     workspace = membership_for(user=user, slug=workspace_slug).workspace
     latest = _latest_per_name(DatasetVersion.objects.filter(workspace=workspace))
@@ -146,7 +149,7 @@ def _histories(versions: Iterable[Any]) -> list[VersionHistory]:
     return list(grouped.values())
 
 
-def harness_histories(*, user: Any, workspace_slug: str) -> list[VersionHistory]:
+def harness_histories(*, user: User, workspace_slug: str) -> list[VersionHistory]:
     workspace = membership_for(user=user, slug=workspace_slug).workspace
     versions = (
         HarnessVersion.objects.filter(workspace=workspace)
@@ -156,7 +159,7 @@ def harness_histories(*, user: Any, workspace_slug: str) -> list[VersionHistory]
     return _histories(versions)
 
 
-def dataset_histories(*, user: Any, workspace_slug: str) -> list[VersionHistory]:
+def dataset_histories(*, user: User, workspace_slug: str) -> list[VersionHistory]:
     workspace = membership_for(user=user, slug=workspace_slug).workspace
     versions = (
         DatasetVersion.objects.filter(workspace=workspace)

@@ -4,7 +4,7 @@ regressions and fixes first, flaky cases marked, outputs side by side."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models.functions import Substr
 
@@ -12,6 +12,9 @@ from core.errors import Invalid, NotFound
 from scorecards.diffs import Line, outputs_diff
 from scorecards.models import Case, CaseResult, Run, Verdict
 from scorecards.selectors.runs import run_baseline, run_get
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 REGRESSED = "regressed"
 FIXED = "fixed"
@@ -97,7 +100,7 @@ class Comparison:
         return counts
 
 
-def _run_in(user: Any, run_id: int, workspace_slug: str | None) -> Run:
+def _run_in(user: User, run_id: int, workspace_slug: str | None) -> Run:
     run = run_get(user=user, run_id=run_id)
     if workspace_slug is not None and run.workspace.slug != workspace_slug:
         raise NotFound(f"Run {run_id} not found in workspace {workspace_slug!r}.")
@@ -121,7 +124,7 @@ def _sides(run: Run) -> dict[str, Side]:
     return sides
 
 
-def _baseline(user: Any, run_b: Run) -> Run:
+def _baseline(user: User, run_b: Run) -> Run:
     baseline = run_baseline(run_b)
     if baseline is None:
         raise Invalid(
@@ -136,7 +139,7 @@ def _baseline(user: Any, run_b: Run) -> Run:
 
 
 def run_compare(
-    *, user: Any, b: int, a: int | None = None, workspace_slug: str | None = None
+    *, user: User, b: int, a: int | None = None, workspace_slug: str | None = None
 ) -> Comparison:
     """Per-case changes from run A to run B, regressions first; both must run the same dataset.
     Without A, B's baseline: the previous finished run of the same harness and dataset."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from django.db.models import Count, Q
 
@@ -10,11 +10,14 @@ from core.errors import NotFound
 from scorecards.models import HarnessVersion, Run, Verdict
 from scorecards.selectors.workspaces import membership_for
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 HISTORY_RUNS = 500
 
 
 def harness_runs(
-    *, user: Any, workspace_slug: str, name: str, limit: int = HISTORY_RUNS
+    *, user: User, workspace_slug: str, name: str, limit: int = HISTORY_RUNS
 ) -> list[Run]:
     """Every run of the harness (any version) in the workspace, the newest `limit` in time
     order, annotated with `n_done` and `n_pass` settled results; reruns of a subset of cases

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, Q, QuerySet
 
@@ -17,8 +17,11 @@ from scorecards.selectors.cursors import cursor_decode
 from scorecards.selectors.results import limit_parse
 from scorecards.selectors.workspaces import membership_for
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
-def run_get(*, user: Any, run_id: int) -> Run:
+
+def run_get(*, user: User, run_id: int) -> Run:
     """Return a run the user can see (a member of its workspace); others get NotFound."""
     run = (
         Run.objects.visible_to(user)
@@ -35,7 +38,7 @@ def run_get(*, user: Any, run_id: int) -> Run:
 LogRow = tuple[int, datetime, str, str]
 
 
-def run_logs(*, user: Any, run_id: int, after: int = 0, limit: int = 1000) -> list[LogRow]:
+def run_logs(*, user: User, run_id: int, after: int = 0, limit: int = 1000) -> list[LogRow]:
     """Log lines pushed by runners for a run, in order, after sequence number `after`."""
     run = run_get(user=user, run_id=run_id)
     rows = (
@@ -60,7 +63,7 @@ def runtime_label(run: Run) -> str:
 
 def runs_of(
     *,
-    user: Any,
+    user: User,
     workspace_slug: str,
     harness: str | None = None,
     dataset: str | None = None,
@@ -88,14 +91,14 @@ def runs_of(
     )
 
 
-def runs_latest(*, user: Any, workspace_slug: str, limit: int = 50) -> list[Run]:
+def runs_latest(*, user: User, workspace_slug: str, limit: int = 50) -> list[Run]:
     """The workspace's latest runs, annotated with `n_done` and `n_pass` settled cases."""
     return list(runs_of(user=user, workspace_slug=workspace_slug)[:limit])
 
 
 def runs_page(
     *,
-    user: Any,
+    user: User,
     workspace_slug: str,
     harness: str | None = None,
     dataset: str | None = None,
@@ -138,7 +141,7 @@ class RuntimeChoice:
         return bool(self.missing)
 
 
-def runtime_choices(*, user: Any, capabilities: list[str]) -> list[RuntimeChoice]:
+def runtime_choices(*, user: User, capabilities: list[str]) -> list[RuntimeChoice]:
     """My active runners as runtimes, then "any of my runners"; those lacking `capabilities`
     carry what they miss (the form greys them out; dispatch would refuse them anyway)."""
     runners = list(Runner.objects.owned_by(user).active())

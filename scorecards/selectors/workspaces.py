@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from core.errors import Forbidden, NotFound
 from scorecards.models import Membership
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
-def membership_for(*, user: Any, slug: str) -> Membership:
+
+def membership_for(*, user: User, slug: str) -> Membership:
     """Return the user's membership of the workspace; outsiders get NotFound."""
     membership = (
         Membership.objects.select_related("workspace")
@@ -20,7 +23,7 @@ def membership_for(*, user: Any, slug: str) -> Membership:
     return membership
 
 
-def require_role(*, user: Any, slug: str, role: str) -> Membership:
+def require_role(*, user: User, slug: str, role: str) -> Membership:
     """Return the membership if it allows `role`; a weaker member is refused (403)."""
     membership = membership_for(user=user, slug=slug)
     if not membership.allows(role):
@@ -28,7 +31,7 @@ def require_role(*, user: Any, slug: str, role: str) -> Membership:
     return membership
 
 
-def memberships_of(user: Any) -> list[Membership]:
+def memberships_of(user: User) -> list[Membership]:
     """The user's workspaces, by slug."""
     return list(
         Membership.objects.filter(user=user).select_related("workspace").order_by("workspace__slug")

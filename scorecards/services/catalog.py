@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.db.models import Max, QuerySet
@@ -21,6 +21,9 @@ from runnercli.protocol import HarnessSpec
 from scorecards.models import Case, DatasetVersion, HarnessVersion, Role, Workspace
 from scorecards.patterns import backtracking_only, pattern_refusal
 from scorecards.selectors.workspaces import require_role
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 MAX_CASES = 100_000
@@ -150,7 +153,7 @@ def _validated_spec(spec: Any) -> HarnessSpec:
 
 
 def harness_create(
-    *, user: Any, workspace_slug: str, name: str, spec: dict[str, Any]
+    *, user: User, workspace_slug: str, name: str, spec: dict[str, Any]
 ) -> HarnessVersion:
     """Store a new immutable version of a harness (admin); the spec is validated first."""
     membership = require_role(user=user, slug=workspace_slug, role=Role.ADMIN)

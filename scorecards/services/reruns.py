@@ -3,7 +3,7 @@ harness and dataset versions, the same repeats and concurrency, and `parent` set
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from django.db.models import Count, Q
 
@@ -11,6 +11,9 @@ from core.errors import Invalid
 from scorecards.models import Case, CaseResult, Run, Verdict
 from scorecards.selectors.runs import run_get
 from scorecards.services.runs import run_start
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 FAILED = "failed"
 UNFINISHED = "unfinished"
@@ -45,7 +48,7 @@ def rerun_cases(run: Run, only: str) -> list[str]:
     return list(cases.order_by("position").values_list("key", flat=True))
 
 
-def run_rerun(*, user: Any, run_id: int, only: str, runtime: str | None = None) -> Run:
+def run_rerun(*, user: User, run_id: int, only: str, runtime: str | None = None) -> Run:
     """Start a new run over the failed (or unfinished) cases of a run the user can see.
 
     The runtime is the original's when the caller submitted it, else any of the caller's

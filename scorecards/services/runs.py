@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
@@ -36,6 +36,9 @@ from scorecards.selectors.workspaces import membership_for
 from scorecards.services.events import event, events_record
 from scorecards.services.results import run_complete
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 # ASCII digits only: `\d` would take other scripts' digits, and `int()` would read them.
 RUNTIME_RE = re.compile(r"^self:(any|[0-9]{1,18})$")
 MAX_CONCURRENCY = 256
@@ -59,7 +62,7 @@ def _parse_runtime(runtime: str) -> str:
     return match.group(1)
 
 
-def runtime_resolve(*, user: Any, runtime: str, capabilities: list[str]) -> Target:
+def runtime_resolve(*, user: User, runtime: str, capabilities: list[str]) -> Target:
     """Resolve a runtime against the submitter's own runners, never anyone else's.
 
     Someone else's runner id is NotFound even for a workspace admin; no runner is
@@ -86,7 +89,7 @@ def runtime_resolve(*, user: Any, runtime: str, capabilities: list[str]) -> Targ
     return Target(runner=runner, candidates=[runner])
 
 
-def _membership_locking_workspace(*, user: Any, slug: str) -> Membership:
+def _membership_locking_workspace(*, user: User, slug: str) -> Membership:
     """The submitter's membership, allowing a run, with the workspace row locked (one
     statement); outsiders get NotFound and weaker members Forbidden, as `require_role`."""
     membership = (
@@ -116,7 +119,7 @@ def _check_quota(workspace: Workspace, now: datetime) -> None:
 
 def run_start(
     *,
-    user: Any,
+    user: User,
     workspace_slug: str,
     harness: str,
     dataset: str,
@@ -263,7 +266,7 @@ def _park_jobs(run: Run, spec: HarnessSpec, target: Target, case_keys: Sequence[
     )
 
 
-def run_cancel(*, user: Any, run_id: int) -> Run:
+def run_cancel(*, user: User, run_id: int) -> Run:
     """Cancel a run: its own submitter (member) or a workspace admin may."""
     run = run_get(user=user, run_id=run_id)
     if not membership_for(user=user, slug=run.workspace.slug).may_cancel(run):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -27,6 +27,9 @@ from runners.models import JobStatus, Runner, RunnerJob
 from scorecards.models import EventLevel, Run, RunStatus
 from scorecards.services.events import event
 from scorecards.services.results import locked_run_of, record_error, run_advance, run_complete
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 log = logging.getLogger("everdict.scheduler")
 
@@ -197,7 +200,7 @@ def scheduler_complete_one_run() -> bool:
     return True
 
 
-def operator_job_requeue(*, job_id: int, operator: Any) -> bool:
+def operator_job_requeue(*, job_id: int, operator: User) -> bool:
     """Requeue an open job now (Django admin); its current runner is fenced off."""
     with transaction.atomic():
         run = locked_run_of(job_id)
@@ -208,7 +211,7 @@ def operator_job_requeue(*, job_id: int, operator: Any) -> bool:
     return True
 
 
-def operator_job_fail(*, job_id: int, operator: Any) -> bool:
+def operator_job_fail(*, job_id: int, operator: User) -> bool:
     """Fail an open job now (Django admin), recording an `error` result for its case."""
     reason = f"failed by operator {operator.get_username()}"
     with transaction.atomic():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
@@ -12,9 +12,12 @@ from core.errors import Conflict, Forbidden, Invalid
 from scorecards.models import Membership, Role, Workspace
 from scorecards.selectors.workspaces import require_role
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 
 @transaction.atomic
-def workspace_create(*, user: Any, slug: str, name: str) -> Workspace:
+def workspace_create(*, user: User, slug: str, name: str) -> Workspace:
     """Create a workspace; the caller becomes its owner."""
     try:
         with transaction.atomic():
@@ -25,7 +28,7 @@ def workspace_create(*, user: Any, slug: str, name: str) -> Workspace:
     return workspace
 
 
-def workspace_update(*, user: Any, slug: str, changes: dict[str, Any]) -> Workspace:
+def workspace_update(*, user: User, slug: str, changes: dict[str, Any]) -> Workspace:
     """Rename (admin) or set quota and budget (owner)."""
     owner_fields = {"run_quota", "budget_usd", "budget_tokens"}
     needed = Role.OWNER if owner_fields & changes.keys() else Role.ADMIN
@@ -38,7 +41,7 @@ def workspace_update(*, user: Any, slug: str, changes: dict[str, Any]) -> Worksp
     return workspace
 
 
-def member_add(*, user: Any, slug: str, username: str, role: str) -> Membership:
+def member_add(*, user: User, slug: str, username: str, role: str) -> Membership:
     """Add or change a member (admin); only an owner grants or changes ownership."""
     acting = require_role(user=user, slug=slug, role=Role.ADMIN)
     if role not in Role.values:

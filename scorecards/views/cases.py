@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from accounts.authentication import signed_in
 from scorecards.links import api_case_url
 from scorecards.replies.cases import CaseReply
 from scorecards.selectors.cases import case_detail
@@ -22,9 +23,10 @@ def _pretty(value: object) -> str:
 @page
 @require_GET
 def case_page(request: HttpRequest, run_id: int, key: str | None = None) -> HttpResponse:
+    user = signed_in(request)
     key = key if key is not None else request.GET.get("key", "")
-    reply = CaseReply.of(case_detail(user=request.user, run_id=run_id, key=key))
-    run = run_get(user=request.user, run_id=run_id)
+    reply = CaseReply.of(case_detail(user=user, run_id=run_id, key=key))
+    run = run_get(user=user, run_id=run_id)
     case = reply.data()
     for repeat in case["runs"]:
         result = repeat["result"]

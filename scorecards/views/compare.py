@@ -7,6 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from accounts.authentication import signed_in
 from core.errors import Invalid, NotFound, ServiceError
 from core.fields import ascii_int
 from scorecards.selectors.compare import output_diffs, run_compare
@@ -28,7 +29,8 @@ def _error_text(exc: ServiceError) -> str:
 @page
 @require_GET
 def compare(request: HttpRequest, slug: str) -> HttpResponse:
-    membership = membership_for(user=request.user, slug=slug)
+    user = signed_in(request)
+    membership = membership_for(user=user, slug=slug)
     a, b = _run_id(request.GET.get("a")), _run_id(request.GET.get("b"))
     comparison, error, status = None, "", 200
     given = [request.GET.get(name) for name in ("a", "b")]
@@ -37,14 +39,14 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
         error, status = "Run ids are numbers in ASCII digits.", 400
     elif b is not None:
         try:
-            comparison = run_compare(user=request.user, workspace_slug=slug, a=a, b=b)
+            comparison = run_compare(user=user, workspace_slug=slug, a=a, b=b)
         except (Invalid, NotFound) as exc:
             error = _error_text(exc)
             status = exc.status
         else:
             output_diffs(comparison)
             a = comparison.a.pk
-    runs = runs_latest(user=request.user, workspace_slug=slug, limit=100)
+    runs = runs_latest(user=user, workspace_slug=slug, limit=100)
     return render(
         request,
         "scorecards/compare.html",

@@ -6,6 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from accounts.authentication import signed_in
 from scorecards.replies.history import HarnessHistoryReply
 from scorecards.selectors.history import harness_runs
 from scorecards.selectors.workspaces import membership_for
@@ -15,8 +16,9 @@ from scorecards.views.common import page
 @page
 @require_GET
 def harness_history(request: HttpRequest, slug: str, name: str) -> HttpResponse:
-    membership = membership_for(user=request.user, slug=slug)
-    runs = harness_runs(user=request.user, workspace_slug=slug, name=name)
+    user = signed_in(request)
+    membership = membership_for(user=user, slug=slug)
+    runs = harness_runs(user=user, workspace_slug=slug, name=name)
     history = HarnessHistoryReply.of(workspace=membership.workspace.slug, harness=name, runs=runs)
     return render(
         request,

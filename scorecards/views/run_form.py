@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from accounts.authentication import signed_in
 from core.errors import ServiceError
 from scorecards.models import Role
 from scorecards.selectors.catalog import VersionHistory, dataset_histories, harness_histories
@@ -80,14 +81,13 @@ def _version_options(histories: list[VersionHistory], selected: str) -> list[dic
 def _render_run_form(
     request: HttpRequest, slug: str, data: dict[str, Any], form: RunForm, status: int = 200
 ) -> HttpResponse:
-    membership = membership_for(user=request.user, slug=slug)
-    harness_versions = harness_histories(user=request.user, workspace_slug=slug)
-    dataset_versions = dataset_histories(user=request.user, workspace_slug=slug)
+    user = signed_in(request)
+    membership = membership_for(user=user, slug=slug)
+    harness_versions = harness_histories(user=user, workspace_slug=slug)
+    dataset_versions = dataset_histories(user=user, workspace_slug=slug)
     harness_value = data.get("harness") or (harness_versions[0].name if harness_versions else "")
     chosen = _selected(harness_versions, harness_value)
-    runtimes = runtime_choices(
-        user=request.user, capabilities=chosen.capabilities if chosen else []
-    )
+    runtimes = runtime_choices(user=user, capabilities=chosen.capabilities if chosen else [])
     runtime_value = data.get("runtime") or next(
         (c.value for c in runtimes if not c.disabled and c.online),
         next((c.value for c in runtimes if not c.disabled), ""),
@@ -126,7 +126,7 @@ def run_new(request: HttpRequest, slug: str) -> HttpResponse:
         dataset, dataset_version = _name_version(form.cleaned_data["dataset"])
         try:
             run = run_start(
-                user=request.user,
+                user=signed_in(request),
                 workspace_slug=slug,
                 harness=harness,
                 harness_version=harness_version,

@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.authentication import signed_in
 from core.errors import Forbidden, Invalid, ServiceError
 from core.replies import data
 from runners.models import JobLogLine
@@ -123,8 +124,9 @@ def _live(run: Run, logs: list[dict[str, Any]], results: dict[str, Any]) -> dict
 @page
 @require_GET
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = run_get(user=request.user, run_id=run_id)
-    membership = membership_for(user=request.user, slug=run.workspace.slug)
+    user = signed_in(request)
+    run = run_get(user=user, run_id=run_id)
+    membership = membership_for(user=user, slug=run.workspace.slug)
     reply = RunReply.of(run_overview(run)).data()
     results = _page_of_results(run, request)
     logs = _log_tail(run)
@@ -154,7 +156,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 @require_POST
 def run_cancel_view(request: HttpRequest, run_id: int) -> HttpResponse:
     try:
-        run = run_cancel(user=request.user, run_id=run_id)
+        run = run_cancel(user=signed_in(request), run_id=run_id)
     except Forbidden as exc:
         messages.error(request, str(exc.detail))
     else:
@@ -170,7 +172,7 @@ def run_rerun_view(request: HttpRequest, run_id: int) -> HttpResponse:
         messages.error(request, "Choose which cases to run again: failed or unfinished.")
         return redirect("run", run_id=run_id)
     try:
-        child = run_rerun(user=request.user, run_id=run_id, only=only)
+        child = run_rerun(user=signed_in(request), run_id=run_id, only=only)
     except (Invalid, Forbidden) as exc:
         messages.error(request, _error_text(exc))
         return redirect("run", run_id=run_id)

@@ -13,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
+from accounts.authentication import signed_in
 from core.errors import Invalid
 from scorecards.models import Role
 from scorecards.selectors.catalog import (
@@ -33,22 +34,23 @@ RECENT_RUNS = 10
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "home.html", {"memberships": memberships_of(request.user)})
+    return render(request, "home.html", {"memberships": memberships_of(signed_in(request))})
 
 
 @page
 @require_GET
 def workspace_overview(request: HttpRequest, slug: str) -> HttpResponse:
-    membership = membership_for(user=request.user, slug=slug)
-    runs = runs_latest(user=request.user, workspace_slug=slug, limit=RECENT_RUNS)
+    user = signed_in(request)
+    membership = membership_for(user=user, slug=slug)
+    runs = runs_latest(user=user, workspace_slug=slug, limit=RECENT_RUNS)
     return render(
         request,
         "scorecards/workspace.html",
         {
             "workspace": membership.workspace,
             "membership": membership,
-            "harnesses": harness_list(user=request.user, workspace_slug=slug),
-            "datasets": dataset_list(user=request.user, workspace_slug=slug),
+            "harnesses": harness_list(user=user, workspace_slug=slug),
+            "datasets": dataset_list(user=user, workspace_slug=slug),
             "runs": [run_row(r) for r in runs],
         },
     )
@@ -57,8 +59,9 @@ def workspace_overview(request: HttpRequest, slug: str) -> HttpResponse:
 @page
 @require_GET
 def run_list(request: HttpRequest, slug: str) -> HttpResponse:
-    membership = membership_for(user=request.user, slug=slug)
-    runs = runs_latest(user=request.user, workspace_slug=slug, limit=200)
+    user = signed_in(request)
+    membership = membership_for(user=user, slug=slug)
+    runs = runs_latest(user=user, workspace_slug=slug, limit=200)
     return render(
         request,
         "scorecards/runs.html",
@@ -111,14 +114,15 @@ class DatasetForm(forms.Form):
 def _catalogpage(
     request: HttpRequest, slug: str, template: str, form: forms.Form | None, status: int = 200
 ) -> HttpResponse:
-    membership = membership_for(user=request.user, slug=slug)
+    user = signed_in(request)
+    membership = membership_for(user=user, slug=slug)
     if template.endswith("harnesses.html"):
-        histories = harness_histories(user=request.user, workspace_slug=slug)
+        histories = harness_histories(user=user, workspace_slug=slug)
         for history in histories:
             for version in history.versions:
                 version.spec_json = json.dumps(version.spec, indent=2)
     else:
-        histories = dataset_histories(user=request.user, workspace_slug=slug)
+        histories = dataset_histories(user=user, workspace_slug=slug)
     return render(
         request,
         template,
@@ -142,7 +146,7 @@ def harnesses(request: HttpRequest, slug: str) -> HttpResponse:
     if form.is_valid():
         try:
             created = harness_create(
-                user=request.user,
+                user=signed_in(request),
                 workspace_slug=slug,
                 name=form.cleaned_data["name"],
                 spec=form.cleaned_data["spec"],
@@ -166,7 +170,7 @@ def datasets(request: HttpRequest, slug: str) -> HttpResponse:
         try:
             cases = dataset_parse_jsonl(form.cleaned_data["jsonl"])
             created = dataset_create(
-                user=request.user,
+                user=signed_in(request),
                 workspace_slug=slug,
                 name=form.cleaned_data["name"],
                 cases=cases,
