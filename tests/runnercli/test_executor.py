@@ -13,7 +13,7 @@ from typing import Any
 import psutil
 import pytest
 
-from runnercli.executor import (
+from runnercli.case import (
     CASE_ENV,
     StartError,
     advisory_usage,
