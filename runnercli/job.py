@@ -9,53 +9,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+from runnercli.case.allow import Allow
 from runnercli.case.collect import Collect
 from runnercli.case.deliver import Deliver
 from runnercli.case.execute import Execute
-from runnercli.case.pipeline import (
-    CaseContext,
-    CaseEnded,
-    Failed,
-    HandedBack,
-    Pipeline,
-    Stage,
-    Stopped,
-)
+from runnercli.case.pipeline import CaseContext, Pipeline, Stage
 from runnercli.case.prepare import Prepare
 from runnercli.caselog import CaseLog
-from runnercli.consent import Consent, Outcome
+from runnercli.consent import Consent
 from runnercli.delivery import Delivery
 from runnercli.heartbeats import Heartbeats
 from runnercli.jobrun import JobRun
 from runnercli.ratelimit import Pauses
 from runnercli.session import Session
 from runnercli.slots import Slots
-
-
-class Allow(Stage):
-    """The member decides what runs here (`runnercli.consent`), the lease heartbeating
-    meanwhile: a case they do not allow ends here; one they do is announced."""
-
-    name = "consent"
-
-    def __init__(self, consent: Consent, session: Session) -> None:
-        self.consent = consent
-        self.session = session
-
-    async def start(self, case: CaseContext) -> None:
-        job, job_run = case.job, case.job_run
-        decision = await self.consent.decide(job, kill=case.kill, stop=self.session.stop)
-        if decision.outcome is Outcome.RUN:
-            started = f"▶ started {job.harness.name} v{job.harness.version} case {job.case.key}"
-            case.note(started)
-            self.session.status.event(f"{job_run.title}: {started}")
-            return
-        if decision.outcome is Outcome.REFUSE:
-            summary = f"refused {job.harness.name}"
-            raise CaseEnded(Failed(decision.message, verb="refused", summary=summary))
-        if decision.outcome is Outcome.HAND_BACK or job_run.abandoned:
-            raise CaseEnded(HandedBack())
-        raise CaseEnded(Stopped(job_run.lost_reason or decision.message))
 
 
 class Jobs:

@@ -75,7 +75,7 @@ class Leaser:
                 except RunnerExit as exc:
                     session.die(exc)
                     return
-                busy |= await self._start(batch)
+                busy |= await self.take(batch)
                 if once and busy:
                     break
             await asyncio.gather(*busy, return_exceptions=True)
@@ -84,7 +84,7 @@ class Leaser:
                 task.cancel()
             await asyncio.gather(*busy, return_exceptions=True)
 
-    async def _start(self, batch: LeaseBatch) -> set[asyncio.Task[None]]:
+    async def take(self, batch: LeaseBatch) -> set[asyncio.Task[None]]:
         """A task for each grant of the batch (and for each grant it cannot read)."""
         started = {asyncio.create_task(self._refuse_unparsed(bad)) for bad in batch.unparsed}
         for grant in batch.grants():

@@ -21,9 +21,8 @@ from collections.abc import Awaitable
 from pathlib import PurePath
 from typing import Literal, TextIO, TypeVar
 
-from runnercli.case.argv import render_argv
-from runnercli.case.casefile import CASE_ENV, CASE_FILE_ENV
-from runnercli.case.pipeline import StartError
+from runnercli.argv import StartError, render_argv
+from runnercli.casefile import CASE_ENV, CASE_FILE_ENV
 from runnercli.protocol import CaseJob
 from runnercli.status import StatusLine
 from runnercli.terminal import clean, quote_arg, quote_argv

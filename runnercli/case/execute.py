@@ -11,19 +11,20 @@ from __future__ import annotations
 import asyncio
 import time
 
-from runnercli.case.argv import case_env, render_argv
-from runnercli.case.casefile import ArgumentTooLong, check_argv
-from runnercli.case.pipeline import CaseContext, RunOutcome, Stage, StartError
+from runnercli.argv import StartError, case_env, render_argv
+from runnercli.case.pipeline import CaseContext, RunOutcome, Stage
 from runnercli.case.process import (
     KILL,
     TERM_GRACE_S,
     drain,
     pump,
+    reap,
     signal_group,
     spawn,
     supervise,
 )
 from runnercli.case.streams import Stderr, Stdout
+from runnercli.casefile import ArgumentTooLong, check_argv
 from runnercli.protocol import MAX_OUTPUT_BYTES
 
 
@@ -73,9 +74,10 @@ class Execute(Stage):
         )
 
     async def cleanup(self, case: CaseContext) -> None:
-        # Cut short (a cancel, Ctrl-C): the whole group goes now.
+        # Cut short (the task running the case was cancelled): the whole group goes now.
         if self.proc is not None and not self.ended:
             signal_group(self.proc, KILL)
+            await reap(self.proc)
         for reader in self.readers:
             reader.cancel()
         case.exited.set()

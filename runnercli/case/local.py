@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+from runnercli.argv import StartError
 from runnercli.case.collect import Collect
 from runnercli.case.execute import Execute
-from runnercli.case.pipeline import CaseContext, Pipeline, StartError
+from runnercli.case.pipeline import CaseContext, Pipeline
 from runnercli.case.prepare import Prepare
 from runnercli.case.process import TERM_GRACE_S
 from runnercli.case.streams import LineSink

@@ -10,11 +10,11 @@ A stage is a small object with three hooks, each optional:
 - `cleanup` always runs, for every stage whose start was entered, in reverse order — after a
   stage that failed, a kill, a timeout, a cancel or the member's Ctrl-C alike.
 
-A stage ends the case by raising `CaseEnded` (`StartError` when it could not start), or,
-while the harness runs, with `case.end(...)` (which kills it): the stages after it do not
-start, and `case.ending` says how the case ended. Whoever answers for the lease (the
-`Deliver` stage, first in the runner's pipeline so that its cleanup comes last) reports that
-ending, or else the result.
+A stage ends the case by raising `CaseEnded` (or `StartError`: the harness could not be
+started), or, while the harness runs, with `case.end(...)`, which kills it: the stages after
+it do not start, and `case.ending` says how the case ended. Whoever answers for the lease
+(the `Deliver` stage, first in the runner's pipeline so that its cleanup comes last) reports
+that ending, or else the result.
 
 A new stage is one more object in the list: it reads and writes the `CaseContext` — the
 working directory, environment variables, argv placeholders, observers of stdout and stderr,
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from runnercli.argv import StartError
 from runnercli.case.streams import ChunkSink, LineSink
 from runnercli.jobrun import JobRun
 from runnercli.protocol import CaseJob, CaseResult, Lease
@@ -70,13 +71,6 @@ class CaseEnded(Exception):
     def __init__(self, ending: Ending) -> None:
         super().__init__(ending.reason)
         self.ending = ending
-
-
-class StartError(CaseEnded):
-    """The case could not be started; it is reported with `fail_job`, not as a result."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(Failed(reason))
 
 
 @dataclass(frozen=True)
@@ -194,8 +188,9 @@ class Pipeline:
                 if case.ending is not None:
                     return
         except CaseEnded as exc:
-            if case.ending is None:
-                case.ending = exc.ending
+            case.ending = case.ending or exc.ending
+        except StartError as exc:
+            case.ending = case.ending or Failed(str(exc))
         except asyncio.CancelledError:
             case.cancelled = True
             raise

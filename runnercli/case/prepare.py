@@ -1,7 +1,7 @@
 """The `Prepare` stage: the case's own directory, and the case file the harness reads.
 
 The harness starts in an empty directory made for this case alone (removed after it, with
-whatever it left there); the case JSON is in a file of its own (`runnercli.case.casefile`),
+whatever it left there); the case JSON is in a file of its own (`runnercli.casefile`),
 named by `{case.file}` and `$EVERDICT_CASE_FILE`.
 """
 
@@ -12,8 +12,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from runnercli.case.casefile import case_files_dir, case_json, case_variables, write_case_file
 from runnercli.case.pipeline import CaseContext, Stage
+from runnercli.casefile import case_files_dir, case_json, case_variables, write_case_file
 
 
 class Prepare(Stage):

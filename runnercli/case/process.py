@@ -13,7 +13,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from runnercli.case.pipeline import EndStatus, StartError
+from runnercli.argv import StartError
+from runnercli.case.pipeline import EndStatus
 
 # Time a process group gets between SIGTERM and SIGKILL when its timeout passes.
 TERM_GRACE_S = 2.0
@@ -96,6 +97,12 @@ async def _end_group(proc: asyncio.subprocess.Process, grace_s: float) -> None:
             await asyncio.wait_for(_exited(proc), grace_s)
     signal_group(proc, KILL)
     await _exited(proc)
+
+
+async def reap(proc: asyncio.subprocess.Process, timeout_s: float = DRAIN_S) -> None:
+    """Wait a little for a killed leader to be gone (no zombie left behind)."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(_exited(proc), timeout_s)
 
 
 async def spawn(argv: list[str], env: dict[str, str], workdir: str) -> asyncio.subprocess.Process:

@@ -14,14 +14,17 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from runnercli.case.casefile import CASE_ENV, CASE_FILE_ENV
-from runnercli.case.pipeline import StartError
+from runnercli.casefile import CASE_ENV, CASE_FILE_ENV
 from runnercli.config import CONFIG_ENV, TOKEN_ENV
 from runnercli.protocol import CaseJob, CaseRef, refused_env_keys
 
 # Any `{name}`: one the case or a stage fills is replaced, any other is left as it is.
 PLACEHOLDER = re.compile(r"\{([A-Za-z][A-Za-z0-9_.-]*)\}")
 INPUT_PATH = re.compile(r"input\.[A-Za-z0-9_.-]+")
+
+
+class StartError(Exception):
+    """The case could not be started; it is reported with `fail_job`, not as a result."""
 
 
 def _lookup(value: Any, path: list[str], placeholder: str) -> Any:
