@@ -49,6 +49,7 @@ class Delivery:
 
     def __init__(self, session: Session, spool: Spool | None = None) -> None:
         self.session = session
+        self.status = session.status
         self.spool = spool
         # Results that finish together go in one call.
         self.results = ResultSender(session.client)
@@ -77,15 +78,13 @@ class Delivery:
                 raise RunnerExit(EXIT_REVOKED, REVOKED_MESSAGE) from exc
             except ServerUnavailable as exc:
                 if time.monotonic() > deadline or self.session.abort.is_set():
-                    self.session.status.event(f"{title}: ✗ could not report: {exc}")
+                    self.status.event(f"{title}: ✗ could not report: {exc}")
                     return False
                 await self.session.pause(f"cannot reach server: {exc}", until=self.session.abort)
                 continue
             self.session.backoff.reset()
             if not ack.accepted:
-                self.session.status.event(
-                    f"{title}: ✗ report refused: {ack.reason or 'no reason given'}"
-                )
+                self.status.event(f"{title}: ✗ report refused: {ack.reason or 'no reason given'}")
             self.session.show()
             return ack.accepted
 
@@ -113,7 +112,7 @@ class Delivery:
                 patience_s=patience_s,
             )
         except ToolCallError as exc:
-            self.session.status.event(f"{title}: ✗ hand-back refused: {exc}")
+            self.status.event(f"{title}: ✗ hand-back refused: {exc}")
             return False
 
     async def fail(self, job_run: JobRun, message: str, *, retryable: bool = False) -> bool:
@@ -129,7 +128,7 @@ class Delivery:
                 title=job_run.title,
             )
         except ToolCallError as exc:
-            self.session.status.event(f"{job_run.title}: ✗ failure report refused: {exc}")
+            self.status.event(f"{job_run.title}: ✗ failure report refused: {exc}")
             return False
 
     async def deliver_result(
@@ -161,7 +160,7 @@ class Delivery:
                     self._kept(title)
                     return False
                 delay = backoff.next_delay()
-                self.session.status.set(
+                self.status.set(
                     f"{title}: result not delivered yet ({shorten(str(exc))}), "
                     f"retrying in {delay:.1f}s"
                 )
@@ -177,9 +176,9 @@ class Delivery:
 
     def _acknowledged(self, title: str, ack: Ack) -> None:
         if ack.accepted and ack.reason == "resumed":
-            self.session.status.event(f"{title}: result delivered (its lapsed lease was resumed)")
+            self.status.event(f"{title}: result delivered (its lapsed lease was resumed)")
         elif not ack.accepted:
-            self.session.status.event(
+            self.status.event(
                 f"{title}: ✗ result refused: {ack.reason or 'no reason given'} "
                 "(the server keeps it as a late result)"
             )
@@ -187,9 +186,7 @@ class Delivery:
 
     def _kept(self, title: str) -> None:
         where = f" in {self.spool.directory}" if self.spool is not None else ""
-        self.session.status.event(
-            f"{title}: result kept{where}; it is sent when the runner starts again"
-        )
+        self.status.event(f"{title}: result kept{where}; it is sent when the runner starts again")
 
     async def resend_spooled(self) -> None:
         """Send what an earlier run of this runner left in the spool, before leasing."""
@@ -197,12 +194,10 @@ class Delivery:
             return
         entries, problems = await asyncio.to_thread(self.spool.pending)
         for problem in problems:
-            self.session.status.event(
-                f"⚠ a spooled result could not be read (left in place): {problem}"
-            )
+            self.status.event(f"⚠ a spooled result could not be read (left in place): {problem}")
         if not entries:
             return
-        self.session.status.event(
+        self.status.event(
             f"sending {len(entries)} result(s) kept from an earlier run in {self.spool.directory}"
         )
         outcomes = await asyncio.gather(
@@ -215,9 +210,9 @@ class Delivery:
     async def _resend(self, entry: Spooled) -> None:
         try:
             if await self.deliver_result(entry.report, entry.title):
-                self.session.status.event(f"{entry.title}: ✓ result from an earlier run delivered")
+                self.status.event(f"{entry.title}: ✓ result from an earlier run delivered")
         except ToolCallError as exc:
-            self.session.status.event(f"{entry.title}: ✗ result from an earlier run refused: {exc}")
+            self.status.event(f"{entry.title}: ✗ result from an earlier run refused: {exc}")
 
     async def _spool_put(self, report: ResultReport, title: str, *, durable: bool) -> None:
         if self.spool is None:
@@ -226,7 +221,7 @@ class Delivery:
             await asyncio.to_thread(self.spool.put, report, title, durable=durable)
         except SpoolError as exc:
             # Still sent: only a crash before the server answers would lose it now.
-            self.session.status.event(f"⚠ {title}: the result could not be kept on disk: {exc}")
+            self.status.event(f"⚠ {title}: the result could not be kept on disk: {exc}")
 
     async def _spool_sync(self, report: ResultReport, title: str) -> bool:
         """Sync a waiting result to the disk; whether it is (or needs no more) syncing."""
@@ -235,7 +230,7 @@ class Delivery:
         try:
             await asyncio.to_thread(self.spool.make_durable, report)
         except SpoolError as exc:
-            self.session.status.event(f"⚠ {title}: the result could not be synced to disk: {exc}")
+            self.status.event(f"⚠ {title}: the result could not be synced to disk: {exc}")
             return False
         return True
 
