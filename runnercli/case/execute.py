@@ -49,7 +49,7 @@ class Execute(Stage):
         env = case_env(job, case.env)
         started = time.monotonic()
         proc = self.proc = await spawn(argv, env, str(case.workdir or "."))
-        stdout, stderr = Stdout(case.stdout), Stderr(case.stderr_lines)
+        stdout, stderr = Stdout(case.stdout_chunks), Stderr(case.stderr_lines)
         self.readers = [
             asyncio.create_task(pump(proc.stdout, stdout.feed)),
             asyncio.create_task(pump(proc.stderr, stderr.feed)),

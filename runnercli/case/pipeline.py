@@ -111,7 +111,7 @@ class CaseContext:
     placeholders: dict[str, str] = field(default_factory=dict)
     # Who follows the harness as it runs: stdout chunk by chunk (`streams.Lines` turns an
     # observer of lines into one), stderr line by line; and who hears the runner's notes.
-    stdout: list[ChunkSink] = field(default_factory=list)
+    stdout_chunks: list[ChunkSink] = field(default_factory=list)
     stderr_lines: list[LineSink] = field(default_factory=list)
     notes: list[LineSink] = field(default_factory=list)
     # Set once the harness's process is gone: a stage's background task stops on it.

@@ -1,6 +1,6 @@
 """What the harness writes, bounded as it streams: stdout's head, stderr's tail and lines.
 
-Each stream is also handed, as it comes, to whoever observes it (`CaseContext.stdout`,
+Each stream is also handed, as it comes, to whoever observes it (`CaseContext.stdout_chunks`,
 `CaseContext.stderr_lines`): the case's log, and any stage that follows the harness.
 """
 

@@ -127,9 +127,7 @@ def test_stages_start_then_finish_in_order_and_clean_up_in_reverse() -> None:
     assert case.ending is None
 
 
-def test_a_failing_start_ends_the_case_with_its_reason_and_the_started_clean_up_in_reverse() -> (
-    None
-):
+def test_a_failing_start_ends_the_case_and_the_stages_started_clean_up_in_reverse() -> None:
     events: list[str] = []
     stages: list[Stage] = [
         Recorder("a", events),
@@ -266,7 +264,7 @@ class Stream(Stage):
         self.errors: list[str] = []
 
     async def start(self, case: CaseContext) -> None:
-        case.stdout.append(Lines([self._event]).feed)
+        case.stdout_chunks.append(Lines([self._event]).feed)
         case.stderr_lines.append(self.errors.append)
 
     def _event(self, line: str) -> None:
