@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from report import Summary, finish
 from stats import ms, pct
 
-from runnercli.consent import Consent, ConsentSettings
+from runnercli.consent import Consent
+from runnercli.options import ConsentSettings
 from runnercli.protocol import CaseJob, HarnessSpec, harness_digest
 from runnercli.status import StatusLine
 from runnercli.tools import probe

@@ -7,8 +7,8 @@ import contextlib
 from collections.abc import Callable
 
 from runnercli.client import RunnerClient, ServerUnavailable, ToolCallError
-from runnercli.executor import clip_utf8
 from runnercli.protocol import MAX_LOG_LINE_BYTES, MAX_LOG_TAIL_LINES
+from runnercli.utf8 import clip_utf8
 
 LOG_FLUSH_S = 0.5
 LOG_BATCH_LINES = 50

@@ -17,38 +17,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
-from pathlib import Path
 
+from runnercli.options import ConsentSettings
 from runnercli.prompt import TerminalPrompt, describe, first_of, one_line
 from runnercli.protocol import CaseJob, harness_digest, refused_env_keys
 from runnercli.status import StatusLine
 from runnercli.terminal import quote_arg
 from runnercli.trust import Entry, HarnessId, ServerTrust, TrustError, TrustStore
 
-CONSENT_TIMEOUT_S = 600.0
 QUESTION = "Run it? [o]nce / [a]lways for this version / [n]o  (no answer in {timeout}s = no): "
-
-
-@dataclass
-class ConsentSettings:
-    """What `run` was told about consent, by its flags and its config."""
-
-    trust_file: Path | None = None
-    server: str = ""
-    session: list[Entry] = field(default_factory=list)
-    standing: list[Entry] = field(default_factory=list)
-    allow_any: bool = False
-    refused_env: list[str] = field(default_factory=list)
-    ask: bool = False
-    timeout_s: float = CONSENT_TIMEOUT_S
-    # What the member adds to `python -m runnercli allow` for it to reach this runner's trust
-    # store and server (`--config PATH`, `--server URL`), when they are not the defaults.
-    command_options: str = ""
-
-    def command(self, name: str, *args: str) -> str:
-        return " ".join(["python -m runnercli", name, *self.command_options.split(), *args])
 
 
 class Outcome(Enum):

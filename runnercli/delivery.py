@@ -25,9 +25,16 @@ from collections.abc import Awaitable, Callable
 from runnercli.backoff import Backoff
 from runnercli.client import RevokedError, ServerUnavailable, ToolCallError
 from runnercli.exits import EXIT_REVOKED, REVOKED_MESSAGE, RunnerExit
-from runnercli.parts import JobRun, RunnerParts
-from runnercli.protocol import MAX_RELEASE_REASON_CHARS, Ack, ResultReport
-from runnercli.spool import Spooled, SpoolError
+from runnercli.jobrun import JobRun
+from runnercli.protocol import (
+    FAIL_MESSAGE_CHARS,
+    MAX_RELEASE_REASON_CHARS,
+    Ack,
+    ResultReport,
+)
+from runnercli.results import ResultSender
+from runnercli.session import Session
+from runnercli.spool import Spool, Spooled, SpoolError
 from runnercli.status import shorten
 
 # The longest wait between two sends of a result: how late it lands after an outage.
@@ -37,10 +44,21 @@ DELIVERY_BACKOFF_CAP_S = 30.0
 REPORT_PATIENCE_S = 600.0
 
 
-class Delivery(RunnerParts):
+class Delivery:
     """Send reports; keep results in the spool until the server answers for them."""
 
-    async def _deliver(
+    def __init__(self, session: Session, spool: Spool | None = None) -> None:
+        self.session = session
+        self.status = session.status
+        self.spool = spool
+        # Results that finish together go in one call.
+        self.results = ResultSender(session.client)
+
+    async def close(self) -> None:
+        """Stop sending results; whoever still awaits an ack is canceled."""
+        await self.results.close()
+
+    async def deliver(
         self,
         call: Callable[[], Awaitable[Ack]],
         *,
@@ -59,18 +77,18 @@ class Delivery(RunnerParts):
             except RevokedError as exc:
                 raise RunnerExit(EXIT_REVOKED, REVOKED_MESSAGE) from exc
             except ServerUnavailable as exc:
-                if time.monotonic() > deadline or self._abort.is_set():
+                if time.monotonic() > deadline or self.session.abort.is_set():
                     self.status.event(f"{title}: ✗ could not report: {exc}")
                     return False
-                await self._pause(f"cannot reach server: {exc}", until=self._abort)
+                await self.session.pause(f"cannot reach server: {exc}", until=self.session.abort)
                 continue
-            self.backoff.reset()
+            self.session.backoff.reset()
             if not ack.accepted:
                 self.status.event(f"{title}: ✗ report refused: {ack.reason or 'no reason given'}")
-            self._show()
+            self.session.show()
             return ack.accepted
 
-    async def _release(
+    async def release(
         self,
         job_id: int,
         lease_epoch: int,
@@ -83,8 +101,8 @@ class Delivery(RunnerParts):
         """Hand the job back without spending an attempt (`release_job`); with `paused_until`
         the server pauses this runner until then. Return whether it was taken back."""
         try:
-            return await self._deliver(
-                lambda: self.client.release_job(
+            return await self.deliver(
+                lambda: self.session.client.release_job(
                     job_id=job_id,
                     lease_epoch=lease_epoch,
                     reason=reason[:MAX_RELEASE_REASON_CHARS],
@@ -97,7 +115,23 @@ class Delivery(RunnerParts):
             self.status.event(f"{title}: ✗ hand-back refused: {exc}")
             return False
 
-    async def _deliver_result(
+    async def fail(self, job_run: JobRun, message: str, *, retryable: bool = False) -> bool:
+        """End the job with `fail_job` (its reason shown on the job); whether it was taken."""
+        try:
+            return await self.deliver(
+                lambda: self.session.client.fail_job(
+                    job_id=job_run.job.job_id,
+                    lease_epoch=job_run.epoch,
+                    message=message[:FAIL_MESSAGE_CHARS],
+                    retryable=retryable,
+                ),
+                title=job_run.title,
+            )
+        except ToolCallError as exc:
+            self.status.event(f"{job_run.title}: ✗ failure report refused: {exc}")
+            return False
+
+    async def deliver_result(
         self, report: ResultReport, title: str, job_run: JobRun | None = None
     ) -> bool:
         """Send a finished case's result until the server answers for it; return whether it
@@ -122,7 +156,7 @@ class Delivery(RunnerParts):
             except ServerUnavailable as exc:
                 if not durable:
                     durable = await self._spool_sync(report, title)
-                if self._abort.is_set():
+                if self.session.abort.is_set():
                     self._kept(title)
                     return False
                 delay = backoff.next_delay()
@@ -131,7 +165,7 @@ class Delivery(RunnerParts):
                     f"retrying in {delay:.1f}s"
                 )
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._abort.wait(), delay)
+                    await asyncio.wait_for(self.session.abort.wait(), delay)
                 continue
             except ToolCallError:
                 await self._spool_drop(report)
@@ -148,13 +182,13 @@ class Delivery(RunnerParts):
                 f"{title}: ✗ result refused: {ack.reason or 'no reason given'} "
                 "(the server keeps it as a late result)"
             )
-        self._show()
+        self.session.show()
 
     def _kept(self, title: str) -> None:
         where = f" in {self.spool.directory}" if self.spool is not None else ""
         self.status.event(f"{title}: result kept{where}; it is sent when the runner starts again")
 
-    async def _resend_spooled(self) -> None:
+    async def resend_spooled(self) -> None:
         """Send what an earlier run of this runner left in the spool, before leasing."""
         if self.spool is None:
             return
@@ -175,7 +209,7 @@ class Delivery(RunnerParts):
 
     async def _resend(self, entry: Spooled) -> None:
         try:
-            if await self._deliver_result(entry.report, entry.title):
+            if await self.deliver_result(entry.report, entry.title):
                 self.status.event(f"{entry.title}: ✓ result from an earlier run delivered")
         except ToolCallError as exc:
             self.status.event(f"{entry.title}: ✗ result from an earlier run refused: {exc}")

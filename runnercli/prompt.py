@@ -21,7 +21,8 @@ from collections.abc import Awaitable
 from pathlib import PurePath
 from typing import Literal, TextIO, TypeVar
 
-from runnercli.executor import CASE_ENV, CASE_FILE_ENV, StartError, render_argv
+from runnercli.argv import StartError, render_argv
+from runnercli.casefile import CASE_ENV, CASE_FILE_ENV
 from runnercli.protocol import CaseJob
 from runnercli.status import StatusLine
 from runnercli.terminal import clean, quote_arg, quote_argv

@@ -21,8 +21,10 @@ from typing import Any
 import re2
 
 from runnercli.client import RunnerError
-from runnercli.parts import JobRun, RunnerParts
+from runnercli.delivery import Delivery
+from runnercli.jobrun import JobRun
 from runnercli.protocol import CaseResult, RetryOn
+from runnercli.session import Session
 from runnercli.status import shorten
 
 # A tool that says it is rate limited without saying for how long: try again in five
@@ -101,18 +103,22 @@ def clock(at: float) -> str:
     return moment.strftime("%H:%M")
 
 
-class Pausing(RunnerParts):
+class Pauses:
     """Hand a rate-limited case back and lease nothing until its wait is over."""
 
-    paused_until: float | None
-    pause_reason: str
+    def __init__(self, session: Session, delivery: Delivery) -> None:
+        self.session = session
+        self.delivery = delivery
+        # Leasing waits until then (epoch seconds), and the status line says why.
+        self.paused_until: float | None = None
+        self.reason = ""
 
-    def pause_text(self) -> str:
+    def text(self) -> str:
         if self.paused_until is None or time.time() >= self.paused_until:
             return ""
-        return f"paused: {self.pause_reason} until {clock(self.paused_until)}"
+        return f"paused: {self.reason} until {clock(self.paused_until)}"
 
-    async def _release_rate_limited(self, job_run: JobRun, limit: RateLimited) -> bool:
+    async def release_rate_limited(self, job_run: JobRun, limit: RateLimited) -> bool:
         """Hand the job back without spending an attempt, and pause this runner."""
         until = time.time() + limit.wait_s
         paused_until = datetime.fromtimestamp(until, UTC).isoformat()
@@ -122,8 +128,8 @@ class Pausing(RunnerParts):
         if job_run.log is not None:
             job_run.log.add(line)
             await job_run.log.close()
-        self.status.result(f"{job_run.title}: {line}")
-        return await self._release(
+        self.session.status.result(f"{job_run.title}: {line}")
+        return await self.delivery.release(
             job_run.job.job_id,
             job_run.epoch,
             reason,
@@ -133,21 +139,22 @@ class Pausing(RunnerParts):
 
     def _pause_leasing(self, until: float, reason: str) -> None:
         if self.paused_until is None or until > self.paused_until:
-            self.paused_until, self.pause_reason = until, reason
-        self._show()
+            self.paused_until, self.reason = until, reason
+        self.session.show()
 
-    async def _wait_while_paused(self) -> None:
+    async def wait_while_paused(self) -> None:
         """Lease nothing while paused; keep the server's roster told why."""
-        while self.paused_until is not None and not self._stop.is_set():
+        while self.paused_until is not None and not self.session.stop.is_set():
             remaining = self.paused_until - time.time()
             if remaining <= 0:
                 break
-            self._show()
+            self.session.show()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), min(remaining, PAUSE_BEAT_S))
+                await asyncio.wait_for(self.session.stop.wait(), min(remaining, PAUSE_BEAT_S))
             with contextlib.suppress(RunnerError):  # the next lease call says what is wrong
-                await self.client.hello(
-                    capabilities=self.options.capabilities, status=self.status_text()
+                await self.session.client.hello(
+                    capabilities=self.session.options.capabilities,
+                    status=self.session.status_text(),
                 )
         self.paused_until = None
-        self._show()
+        self.session.show()

@@ -20,12 +20,7 @@ from pathlib import PurePath
 from typing import Any
 
 from runnercli.config import CONFIG_ENV, TOKEN_ENV
-from runnercli.protocol import (
-    MAX_FINGERPRINT_TOOLS,
-    MAX_TOOL_VERSION_CHARS,
-    CaseJob,
-    CaseResult,
-)
+from runnercli.protocol import MAX_FINGERPRINT_TOOLS, MAX_TOOL_VERSION_CHARS, CaseJob
 from runnercli.terminal import clean
 
 PROBE_TIMEOUT_S = 5.0
@@ -144,11 +139,3 @@ class ToolVersions:
             if shutil.which(program):
                 return await probe(program, self.timeout_s)
         return "(not found)"
-
-
-def with_tools(result: CaseResult, tools: dict[str, str]) -> CaseResult:
-    """`result` with the tool versions in its fingerprint."""
-    if not tools:
-        return result
-    fingerprint = result.fingerprint.model_copy(update={"tools": tools})
-    return result.model_copy(update={"fingerprint": fingerprint})

@@ -19,11 +19,13 @@ def make_job(
     env: dict[str, str] | None = None,
     timeout_s: int = 30,
     name: str = "probe",
+    retry_on: dict[str, Any] | None = None,
 ) -> CaseJob:
     """A CaseJob as the server sends it, for running the executor without a server."""
-    spec = HarnessSpec.model_validate(
-        {"command": command, "env": env or {}, "timeout_s": timeout_s}
-    )
+    given: dict[str, Any] = {"command": command, "env": env or {}, "timeout_s": timeout_s}
+    if retry_on is not None:
+        given["retry_on"] = retry_on
+    spec = HarnessSpec.model_validate(given)
     return CaseJob.model_validate(
         {
             "job_id": 1,

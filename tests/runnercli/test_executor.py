@@ -13,13 +13,9 @@ from typing import Any
 import psutil
 import pytest
 
-from runnercli.executor import (
-    CASE_ENV,
-    StartError,
-    advisory_usage,
-    render_argv,
-    run_case,
-)
+from runnercli.argv import StartError, render_argv
+from runnercli.case import advisory_usage, run_case
+from runnercli.casefile import CASE_ENV
 from runnercli.protocol import (
     MAX_LOG_LINE_BYTES,
     MAX_OUTPUT_BYTES,

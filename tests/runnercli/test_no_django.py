@@ -67,7 +67,7 @@ def test_the_cli_installed_alone_runs_with_no_django_present(tmp_path: Path) -> 
         [python, "-c",
          "import sys, runnercli.cli, runnercli.loop, runnercli.job, runnercli.caselog,"
          " runnercli.results, runnercli.backoff, runnercli.exits, runnercli.client,"
-         " runnercli.executor;"
+         " runnercli.case.execute;"
          "server = {'django', 'everdict', 'runners', 'scorecards', 'mcpgateway'};"
          "print(sorted(m for m in sys.modules if m.split('.')[0] in server))"],
     )  # fmt: skip

@@ -7,7 +7,16 @@ import time
 
 import pytest
 
-from runnercli.sleep import KEPT, LOST, RESUMED, TAKEN, Beat, SleepWatch, duration, wake_summary
+from runnercli.heartbeats import (
+    KEPT,
+    LOST,
+    RESUMED,
+    TAKEN,
+    Beat,
+    SleepWatch,
+    duration,
+    wake_summary,
+)
 
 
 def test_a_process_that_did_not_run_for_a_while_is_told_once_how_long() -> None:

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 
 from runnercli.client import RevokedError, ServerUnavailable, ToolCallError
 from runnercli.exits import EXIT_REVOKED, REVOKED_MESSAGE, RunnerExit
-from runnercli.parts import JobRun, RunnerParts
+from runnercli.jobrun import JobRun
 from runnercli.protocol import Lease
+from runnercli.session import Session
 
 # A gap in the clocks at least this long is a sleep (shorter ones cannot lapse a lease whose
 # heartbeats come every third of its TTL, unless the TTL is very short — and then a
@@ -121,29 +122,32 @@ def wake_summary(slept_s: float | None, beats: list[Beat]) -> str:
     return f"{head} — {', '.join(parts)}"
 
 
-class Wakefulness(RunnerParts):
+class Heartbeats:
     """Heartbeat each held case; on waking, heartbeat them all before leasing again."""
 
-    # Set while leasing may go on; cleared during a wake-up round.
-    _awake: asyncio.Event
-    _wake_round_task: asyncio.Task[None] | None
-    sleep_watch: SleepWatch
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        # Set while leasing may go on; cleared during a wake-up round.
+        self.awake = asyncio.Event()
+        self.awake.set()
+        self._wake_round: asyncio.Task[None] | None = None
+        self.sleep_watch = SleepWatch(self.woke)
 
-    def _woke(self, slept_s: float | None) -> None:
+    def woke(self, slept_s: float | None) -> None:
         """Start a wake-up round, unless one is under way."""
-        if self._wake_round_task is not None and not self._wake_round_task.done():
+        if self._wake_round is not None and not self._wake_round.done():
             return
         if slept_s is None:
             # A heartbeat said so first: the clocks tell how long, and the watch will not
             # tell this sleep again.
             slept_s = self.sleep_watch.take_gap()
-        self._awake.clear()
-        self._wake_round_task = asyncio.create_task(self._wake_round(slept_s), name="wake")
+        self.awake.clear()
+        self._wake_round = asyncio.create_task(self._wake_up(slept_s), name="wake")
 
-    async def _wake_round(self, slept_s: float | None) -> None:
+    async def _wake_up(self, slept_s: float | None) -> None:
         try:
-            held = list(self.running.values())
-            beats = await asyncio.gather(*(self._beat(job_run) for job_run in held))
+            held = list(self.session.running.values())
+            beats = await asyncio.gather(*(self.beat(job_run) for job_run in held))
             # A case whose own heartbeat resumed it just before this round was resumed too.
             found = [
                 Beat(RESUMED) if beat.kind == KEPT and job_run.resumed else beat
@@ -151,24 +155,24 @@ class Wakefulness(RunnerParts):
             ]
             for job_run in held:
                 job_run.resumed = False
-            self.status.event(wake_summary(slept_s, found))
+            self.session.status.event(wake_summary(slept_s, found))
         finally:
-            self._awake.set()
-            self._show()
+            self.awake.set()
+            self.session.show()
 
-    async def _heartbeat(self, job_run: JobRun) -> None:
+    async def keep(self, job_run: JobRun) -> None:
         """Heartbeat the job until the task is cancelled or the server takes the job back."""
         interval = max(0.1, job_run.lease.heartbeat_ms / 1000)
         while True:
             await asyncio.sleep(interval)
-            beat = await self._beat(job_run)
+            beat = await self.beat(job_run)
             if beat.kind in (RESUMED, TAKEN):
                 # A lease lapsed: the others this runner holds may have lapsed as well.
-                self._woke(None)
+                self.woke(None)
             if beat.kind not in (RESUMED, KEPT, UNCONFIRMED):
                 return
 
-    async def _beat(self, job_run: JobRun) -> Beat:
+    async def beat(self, job_run: JobRun) -> Beat:
         """One heartbeat of the job; a job the server took back is stopped here."""
         # Not crossing a log push of the same job either: after a sleep, whichever call comes
         # first takes the lease back, and the push says so before this beat is read.
@@ -176,19 +180,19 @@ class Wakefulness(RunnerParts):
         async with job_run.beating, quiet:
             return await self._beat_once(job_run)
 
-    def _resumed_elsewhere(self, job_run: JobRun) -> None:
+    def resumed_elsewhere(self, job_run: JobRun) -> None:
         """Another call of the job (a log push) took its lapsed lease back."""
         job_run.resumed = True
-        self._woke(None)
+        self.woke(None)
 
     async def _beat_once(self, job_run: JobRun) -> Beat:
         epoch = job_run.epoch
         try:
-            ack = await self.client.heartbeat_job(
-                job_id=job_run.job.job_id, lease_epoch=epoch, status=self.status_text()
+            ack = await self.session.client.heartbeat_job(
+                job_id=job_run.job.job_id, lease_epoch=epoch, status=self.session.status_text()
             )
         except RevokedError:
-            self._die(RunnerExit(EXIT_REVOKED, REVOKED_MESSAGE))
+            self.session.die(RunnerExit(EXIT_REVOKED, REVOKED_MESSAGE))
             return Beat(LOST, "revoked")
         except (ServerUnavailable, ToolCallError):
             return Beat(UNCONFIRMED)  # the lease outlives a few missed beats
@@ -206,12 +210,12 @@ class Wakefulness(RunnerParts):
             job_run.kill.set()
         return Beat(kind, reason)
 
-    def _adopt(self, job_run: JobRun, lease: Lease) -> None:
+    def adopt(self, job_run: JobRun, lease: Lease) -> None:
         """A grant of a job whose case still runs here: the case goes on under it."""
         job_run.lease = lease
         if job_run.log is not None:
             job_run.log.lease_epoch = lease.lease_epoch
-        self.status.event(
+        self.session.status.event(
             f"{job_run.title}: leased to this runner again while its case still runs here; "
             "it goes on under the new lease"
         )

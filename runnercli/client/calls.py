@@ -1,27 +1,32 @@
-"""The runner's MCP session: typed calls to the runner tools, and errors sorted by what to do next.
+"""Typed calls to the runner tools, each reply parsed into the wire models and each failure
+raised as what to do next (`runnercli.client.errors`).
 
-One session serves every lease worker of a `run`. The SDK ends a whole session when one of its
-HTTP requests fails at the transport level (connection refused, reset, read timeout), so the
-session is held open by a task of its own: its death fails the calls in flight with a retryable
-error instead of cancelling the workers, and the next call opens a new session.
+One session (`runnercli.client.session`) serves every lease worker of a `run`; a session
+that died is replaced on the next call.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from typing import Any, TypeVar
 
 import httpx2
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, Implementation
+from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS
 from pydantic import BaseModel, ValidationError
 
-from runnercli.config import mcp_url, runnercli_version
+from runnercli.client.errors import (
+    RevokedError,
+    RunnerError,
+    ServerBusy,
+    ServerUnavailable,
+    ToolCallError,
+    leaves,
+)
+from runnercli.client.session import McpSession
+from runnercli.config import mcp_url
 from runnercli.leases import LeaseBatch, parse_lease_reply
 from runnercli.protocol import (
     MAX_STATUS_CHARS,
@@ -44,7 +49,6 @@ from runnercli.protocol import (
 REPLY_MARGIN_S = 30.0
 CALL_TIMEOUT_S = 20.0
 CONNECT_TIMEOUT_S = 10.0
-CLOSE_TIMEOUT_S = 5.0
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -52,97 +56,6 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 # status line instead, once, in words.
 for _name in ("mcp", "httpx2", "httpcore"):
     logging.getLogger(_name).setLevel(logging.CRITICAL)
-
-
-class RunnerError(Exception):
-    """A runner tool call that did not produce a reply."""
-
-
-class RevokedError(RunnerError):
-    """The server refused the token (HTTP 401): this runner was revoked or never paired."""
-
-
-class ServerUnavailable(RunnerError):
-    """The server could not be reached or failed (refused, reset, 5xx, timeout): retry later."""
-
-
-class ServerBusy(ServerUnavailable):
-    """The server refused the call for its own trouble (its database unavailable or locked, a
-    deadlock): a tool error whose structured content says `retryable`. Retry later."""
-
-    def __init__(self, failure: ToolFailure) -> None:
-        super().__init__(f"server trouble ({failure.code}): {failure.message}")
-        self.failure = failure
-
-
-class ToolCallError(RunnerError):
-    """The tool answered with an error: the call itself was refused, for good."""
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc]
-
-
-class _Session:
-    """One MCP session, entered and exited by its own task."""
-
-    def __init__(self, url: str, headers: dict[str, str], timeout: httpx2.Timeout, limits: Any):
-        self.url = url
-        self.headers = headers
-        self.timeout = timeout
-        self.limits = limits
-        self.client: Client | None = None
-        self.error: BaseException | None = None
-        self.dead = False
-        self.ready = asyncio.Event()
-        self._closing = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self.response_hooks: list[Any] = []
-
-    async def open(self) -> None:
-        self._task = asyncio.create_task(self._hold(), name="mcp-session")
-        await self.ready.wait()
-
-    async def _hold(self) -> None:
-        try:
-            http = httpx2.AsyncClient(
-                headers=self.headers,
-                timeout=self.timeout,
-                limits=self.limits,
-                event_hooks={"response": self.response_hooks},
-            )
-            transport = streamable_http_client(self.url, http_client=http)
-            info = Implementation(name="everdict-runner", version=runnercli_version())
-            async with http, Client(transport, client_info=info) as client:
-                # Every reply is read by the runner's own models (`runnercli.protocol`,
-                # each lease grant on its own); the SDK's second pass over it against the
-                # tool's JSON Schema — and the `tools/list` call it needs first — is skipped.
-                client.session.validate_tool_result = _read_by_our_models  # type: ignore[method-assign]
-                self.client = client
-                self.ready.set()
-                await self._closing.wait()
-        except Exception as exc:
-            self.error = exc
-        finally:
-            self.dead = True
-            self.client = None
-            self.ready.set()
-
-    async def close(self) -> None:
-        self._closing.set()
-        if self._task is not None and not self._task.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(self._task), CLOSE_TIMEOUT_S)
-            except (TimeoutError, asyncio.CancelledError):
-                self._task.cancel()
-                with contextlib.suppress(BaseException):
-                    await self._task
-
-
-async def _read_by_our_models(name: str, result: Any) -> None:
-    """The runner parses each tool's reply with its wire models: nothing to check twice."""
 
 
 class RunnerClient:
@@ -156,7 +69,7 @@ class RunnerClient:
         )
         # Each slot may hold a long-poll, a heartbeat, a log push and a result at once.
         self._limits = httpx2.Limits(max_connections=max(20, slots * 4 + 4))
-        self._session: _Session | None = None
+        self._session: McpSession | None = None
         self._lock = asyncio.Lock()
         self._unauthorized = False
         self._last_http_error: str | None = None
@@ -284,13 +197,13 @@ class RunnerClient:
             payload = _json_of(result)
         return payload
 
-    async def _connected(self) -> _Session:
+    async def _connected(self) -> McpSession:
         async with self._lock:
             if self._session is not None and not self._session.dead:
                 return self._session
             if self._session is not None:
                 await self._session.close()
-            session = _Session(self.url, self._headers, self._timeout, self._limits)
+            session = McpSession(self.url, self._headers, self._timeout, self._limits)
             session.response_hooks.append(self._on_response)
             self._session = session
             await session.open()
@@ -312,14 +225,14 @@ class RunnerClient:
     def _classify(self, exc: BaseException | None) -> RunnerError:
         if self._unauthorized:
             return RevokedError("this runner was revoked — pair again")
-        for leaf in _leaves(exc) if exc is not None else []:
+        for leaf in leaves(exc) if exc is not None else []:
             if isinstance(leaf, MCPError) and leaf.code == INVALID_PARAMS:
                 return ToolCallError(leaf.message)
         return ServerUnavailable(self._describe(exc))
 
     def _describe(self, exc: BaseException | None) -> str:
         reasons: list[str] = []
-        for leaf in _leaves(exc) if exc is not None else []:
+        for leaf in leaves(exc) if exc is not None else []:
             text = str(leaf) or type(leaf).__name__
             if isinstance(leaf, httpx2.ConnectError):
                 text = f"connection failed ({text})"

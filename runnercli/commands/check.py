@@ -1,0 +1,82 @@
+"""`python -m runnercli status` and `doctor`: what this runner is configured for, and
+whether the server answers it."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from runnercli.commands.common import (
+    PAIR_HINT,
+    allowed,
+    check_server,
+    check_token,
+    config_option,
+    file_note,
+    hello_or_exit,
+    insecure_option,
+    load_config,
+    server_option,
+    token_option,
+)
+from runnercli.config import (
+    detected_capabilities,
+    mask_token,
+    mcp_url,
+    merge_capabilities,
+    runnercli_version,
+)
+from runnercli.exits import EXIT_NOT_REPORTED
+from runnercli.protocol import PROTOCOL_VERSION
+from runnercli.terminal import clean
+
+
+@click.command()
+@config_option
+def status(config_file: str | None) -> None:
+    """Show what this runner is configured for (no network)."""
+    path, config = load_config(config_file)
+    click.echo(f"config:       {path}{file_note(path)}")
+    if not config.token:
+        click.echo(f"not paired:   run `{PAIR_HINT}`")
+    click.echo(f"server:       {config.server or '(none)'}")
+    if config.runner_id is not None:
+        click.echo(
+            f"runner:       {config.runner_id} “{clean(config.label)}” of {clean(config.owner)}"
+        )
+    click.echo(f"token:        {mask_token(config.token)}")
+    click.echo(f"capabilities: {', '.join(config.capabilities) or '(none stored)'}")
+    click.echo(f"detected:     {', '.join(detected_capabilities())}")
+    click.echo(f"allow:        {allowed(path, config)}")
+    if config.refused_env:
+        click.echo(f"refused env:  {', '.join(config.refused_env)} (besides the protocol's list)")
+    click.echo(f"version:      {runnercli_version()} (protocol {PROTOCOL_VERSION})")
+    if not config.token:
+        sys.exit(EXIT_NOT_REPORTED)
+
+
+@click.command()
+@server_option
+@token_option
+@insecure_option
+@config_option
+def doctor(server: str | None, token: str | None, insecure: bool, config_file: str | None) -> None:
+    """Check that the server answers and the token is valid."""
+    path, config = load_config(config_file)
+    click.echo(f"config:  {path}{file_note(path)}")
+    server = check_server(server or config.server, insecure=insecure or config.insecure)
+    token = check_token(token or config.token)
+    click.echo(f"server:  {mcp_url(server)}")
+    capabilities = merge_capabilities(config.capabilities, detected_capabilities())
+    started = time.monotonic()
+    hello = hello_or_exit(server, token, capabilities)
+    took = (time.monotonic() - started) * 1000
+    click.echo(f"✓ server answers ({took:.0f} ms)")
+    click.echo(
+        f"✓ token valid: runner {hello.runner_id} “{clean(hello.label)}” of {clean(hello.owner)}"
+    )
+    click.echo(f"✓ protocol {PROTOCOL_VERSION} (server {hello.server_protocol})")
+    click.echo(f"capabilities: {', '.join(capabilities)}")
+    click.echo(f"allow:        {allowed(path, config)}")

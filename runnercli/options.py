@@ -1,0 +1,50 @@
+"""What `run` (or `submit --here`) was told: the runner's options and its consent settings.
+
+Read by every part of the runner; imports nothing of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runnercli.trust import Entry
+
+CONSENT_TIMEOUT_S = 600.0
+
+
+@dataclass
+class ConsentSettings:
+    """What `run` was told about consent, by its flags and its config."""
+
+    trust_file: Path | None = None
+    server: str = ""
+    session: list[Entry] = field(default_factory=list)
+    standing: list[Entry] = field(default_factory=list)
+    allow_any: bool = False
+    refused_env: list[str] = field(default_factory=list)
+    ask: bool = False
+    timeout_s: float = CONSENT_TIMEOUT_S
+    # What the member adds to `python -m runnercli allow` for it to reach this runner's trust
+    # store and server (`--config PATH`, `--server URL`), when they are not the defaults.
+    command_options: str = ""
+
+    def command(self, name: str, *args: str) -> str:
+        return " ".join(["python -m runnercli", name, *self.command_options.split(), *args])
+
+
+@dataclass
+class RunOptions:
+    capabilities: list[str]
+    # What may run here, and whether to ask (`--allow-any` is printed loudly at start).
+    consent: ConsentSettings = field(default_factory=ConsentSettings)
+    max_concurrent: int = 1
+    wait_ms: int = 25_000
+    once: bool = False
+    # Where finished cases' results wait for the server's answer (beside the config file).
+    spool_dir: Path | None = None
+
+    @property
+    def slots(self) -> int:
+        """Cases run at once: one with `--once`."""
+        return 1 if self.once else self.max_concurrent

@@ -1,0 +1,68 @@
+"""What a lease grants: the case job, as the runner receives it, and its lease."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from runnercli.protocol.spec import HarnessSpec
+
+
+class CaseRef(BaseModel):
+    key: str
+    input: Any = None
+
+
+class HarnessRef(BaseModel):
+    name: str
+    version: int
+    digest: str
+    author: str = Field(default="", description="Who wrote this version.")
+    spec: HarnessSpec
+
+
+class CaseJob(BaseModel):
+    """One case to run, as the runner receives it. Never carries the expected answer."""
+
+    job_id: int
+    attempt_id: int
+    lease_epoch: int
+    run_id: int
+    workspace: str
+    submitted_by: str
+    repeat: int = 0
+    case: CaseRef
+    harness: HarnessRef
+    capabilities: list[str] = Field(default_factory=list)
+    timeout_s: int
+
+
+class Lease(BaseModel):
+    job_id: int
+    lease_epoch: int
+    lease_ttl_ms: int
+    heartbeat_ms: int
+
+
+class LeaseGrant(BaseModel):
+    job: CaseJob
+    lease: Lease
+
+
+class LeaseReply(BaseModel):
+    """The reply to `lease_job`. `jobs` is present only when the runner asked for several
+    (`max_jobs`): then it lists every grant, the first also being `job`/`lease`; without
+    `max_jobs` the reply is the single-job one, unchanged."""
+
+    job: CaseJob | None = None
+    lease: Lease | None = None
+    update_required: bool = False
+    jobs: list[LeaseGrant] | None = Field(default=None, exclude_if=lambda jobs: jobs is None)
+
+    def grants(self) -> list[LeaseGrant]:
+        if self.jobs is not None:
+            return list(self.jobs)
+        if self.job is not None and self.lease is not None:
+            return [LeaseGrant(job=self.job, lease=self.lease)]
+        return []

@@ -1,0 +1,40 @@
+"""The protocol's version and its bounds: what one call, result or log line may carry."""
+
+from __future__ import annotations
+
+PROTOCOL_VERSION = 2
+
+MAX_OUTPUT_BYTES = 1024 * 1024
+MAX_STDERR_TAIL_BYTES = 64 * 1024
+MAX_LOG_LINES_PER_CALL = 500
+MAX_LOG_LINE_BYTES = 8 * 1024
+MAX_STATUS_CHARS = 200
+# How many capabilities a runner may declare (pairing, `hello`, `lease_job`), and how long
+# one may be.
+MAX_CAPABILITIES = 64
+MAX_CAPABILITY_CHARS = 40
+# `fail_job`'s message: what the server accepts, and what the runner sends of a longer one
+# (a reason to show on the job, not a log: the log goes through `report_case_log`).
+MAX_FAIL_MESSAGE_CHARS = MAX_STDERR_TAIL_BYTES
+FAIL_MESSAGE_CHARS = 4000
+# `release_job`'s reason (also the runner's pause reason, shown on the roster).
+MAX_RELEASE_REASON_CHARS = 200
+# The runner's description of itself in each result (its fingerprint).
+MAX_RUNNER_INFO_CHARS = 100
+MAX_RUNNERCLI_VERSION_CHARS = 50
+MAX_FINGERPRINT_TOOLS = 32
+MAX_TOOL_VERSION_CHARS = 200
+# The lines a result carries for the case's log (its start and outcome lines), so a short
+# case needs no `report_case_log` call of its own.
+MAX_LOG_TAIL_LINES = 20
+# The longest a long-poll may wait; a server may allow less (`hello.limits.max_wait_ms`).
+MAX_WAIT_MS = 55_000
+MAX_JOBS_PER_LEASE = 32
+MAX_RESULTS_PER_CALL = MAX_JOBS_PER_LEASE
+# What one `submit_job_results` call may carry in outputs and stderr tails together.
+MAX_RESULTS_BYTES_PER_CALL = 4 * 1024 * 1024
+
+# The case as JSON on the harness's environment only up to this size; it is always in the
+# case file. Linux refuses a single environment string or argument over 128 KiB.
+MAX_CASE_ENV_BYTES = 64 * 1024
+MAX_ARG_BYTES = 128 * 1024

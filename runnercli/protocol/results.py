@@ -1,0 +1,74 @@
+"""What the runner reports for a case: its result and the fingerprint of where it ran."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from runnercli.protocol.limits import (
+    MAX_FINGERPRINT_TOOLS,
+    MAX_LOG_LINE_BYTES,
+    MAX_LOG_TAIL_LINES,
+    MAX_OUTPUT_BYTES,
+    MAX_RUNNER_INFO_CHARS,
+    MAX_RUNNERCLI_VERSION_CHARS,
+    MAX_STDERR_TAIL_BYTES,
+    MAX_TOOL_VERSION_CHARS,
+)
+from runnercli.protocol.spec import Received
+
+ToolName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,39}$")]
+ToolVersion = Annotated[str, Field(max_length=MAX_TOOL_VERSION_CHARS)]
+
+
+class Fingerprint(Received):
+    """Where and with what a case ran: the runner, the machine, the harness content executed
+    and the versions of the tools behind the harness's capabilities."""
+
+    runnercli_version: str = Field(default="", max_length=MAX_RUNNERCLI_VERSION_CHARS)
+    os: str = Field(default="", max_length=MAX_RUNNER_INFO_CHARS)
+    os_version: str = Field(default="", max_length=MAX_TOOL_VERSION_CHARS)
+    arch: str = Field(default="", max_length=MAX_RUNNER_INFO_CHARS)
+    python: str = Field(default="", max_length=MAX_RUNNER_INFO_CHARS)
+    harness_digest: str = Field(default="", max_length=64)
+    tools: dict[ToolName, ToolVersion] = Field(
+        default_factory=dict, max_length=MAX_FINGERPRINT_TOOLS
+    )
+
+
+class CaseResult(Received):
+    """What the runner reports for one case. The server scores it and stamps provenance."""
+
+    status: Literal["completed", "error", "timeout", "canceled"]
+    exit_code: int | None = None
+    output: str = ""
+    stderr_tail: str = ""
+    duration_ms: int = Field(default=0, ge=0)
+    usage: dict[str, Any] | None = None
+    log_tail: list[Annotated[str, Field(max_length=MAX_LOG_LINE_BYTES)]] = Field(
+        default_factory=list, max_length=MAX_LOG_TAIL_LINES
+    )
+    fingerprint: Fingerprint = Field(default_factory=Fingerprint)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> CaseResult:
+        if len(self.output.encode()) > MAX_OUTPUT_BYTES:
+            raise ValueError(f"output exceeds {MAX_OUTPUT_BYTES} bytes")
+        if len(self.stderr_tail.encode()) > MAX_STDERR_TAIL_BYTES:
+            raise ValueError(f"stderr_tail exceeds {MAX_STDERR_TAIL_BYTES} bytes")
+        if self.usage is not None and len(repr(self.usage)) > 16 * 1024:
+            raise ValueError("usage exceeds 16 KiB")
+        return self
+
+
+class ResultReport(Received):
+    """One result of a batch (`submit_job_results`): its fence and what the case returned."""
+
+    job_id: int
+    lease_epoch: int
+    result: CaseResult
+
+    @property
+    def size(self) -> int:
+        return len(self.result.output.encode()) + len(self.result.stderr_tail.encode())

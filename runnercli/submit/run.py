@@ -1,0 +1,153 @@
+"""The run: how it is started, followed until it ends (a signal cancels it), and judged."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from typing import Any
+
+import click
+
+from runnercli.submit.api import PersonalApi, SubmitError
+from runnercli.submit.options import EXIT_FAILED, EXIT_PASSED, Options
+
+TERMINAL = ("succeeded", "failed", "canceled")
+
+
+def bar(done: int, total: int, width: int = 30) -> str:
+    filled = width * done // total if total else width
+    return "[" + "#" * filled + "-" * (width - filled) + "]"
+
+
+def say(text: str) -> None:
+    click.echo(text, err=True)
+
+
+def percent(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:.1f}%"
+
+
+class Follow:
+    """Waits for the run, showing progress; a signal cancels it."""
+
+    def __init__(self, api: PersonalApi, options: Options, run_id: int) -> None:
+        self.api = api
+        self.options = options
+        self.run_id = run_id
+        self.stop = asyncio.Event()
+        self.canceled = False
+        self.shown = ""
+
+    def _on_signal(self) -> None:
+        self.stop.set()
+
+    async def wait(self, watch: asyncio.Task[Any] | None = None) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._on_signal)
+        try:
+            return await self._poll(watch)
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+    async def _poll(self, watch: asyncio.Task[Any] | None) -> dict[str, Any]:
+        while True:
+            run = await self.api.call("get_run", run_id=self.run_id)
+            self._progress(run)
+            if run["status"] in TERMINAL:
+                return run
+            if self.stop.is_set() and not self.canceled:
+                say(f"canceling run {self.run_id}…")
+                self.canceled = True
+                await self.api.call("cancel_run", run_id=self.run_id)
+                continue
+            if watch is not None and watch.done():
+                say("✗ the runner of this machine stopped; canceling the run")
+                self.stop.set()
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop.wait(), self.options.poll_s)
+
+    def _progress(self, run: dict[str, Any]) -> None:
+        s = run["summary"]
+        done = s["pass"] + s["fail"] + s["error"]
+        line = (
+            f"{bar(done, s['total'])} {done}/{s['total']} · {s['pass']} pass, {s['fail']} fail, "
+            f"{s['error']} error · {run['status']}"
+        )
+        if line != self.shown:
+            self.shown = line
+            say(line)
+
+
+def _summary_line(run: dict[str, Any]) -> str:
+    s = run["summary"]
+    stderr = f" ± {percent(s['stderr'])}" if s.get("stderr") is not None else ""
+    return (
+        f"Run #{run['id']} {run['status']}: {s['pass']} pass, {s['fail']} fail, {s['error']} "
+        f"error · mean pass fraction {percent(s['pass_fraction'])}{stderr} over {s['cases']} "
+        f"cases · {s['flaky']} flaky"
+    )
+
+
+async def _regressions(api: PersonalApi, options: Options, run_id: int) -> list[dict[str, Any]]:
+    if options.baseline is None:
+        return []
+    a = None if options.baseline == "previous" else int(options.baseline)
+    try:
+        compared = await api.call("compare_runs", b=run_id, a=a)
+    except SubmitError as exc:
+        if a is None:
+            click.echo(f"No baseline to compare with ({exc}).")
+            return []
+        raise
+    regressions: list[dict[str, Any]] = compared["regressions"]
+    baseline = compared["a"]["id"]
+    if not regressions:
+        click.echo(f"No regression against run #{baseline}.")
+    for item in regressions:
+        before, after = item["a"], item["b"]
+        click.echo(
+            f"✗ regressed against run #{baseline}: {item['case']} "
+            f"{before['passes']}/{before['settled']} → {after['passes']}/{after['settled']} pass"
+        )
+    return regressions
+
+
+async def verdict(api: PersonalApi, options: Options, run: dict[str, Any]) -> int:
+    """Print the summary and the regressions; the exit code of the build."""
+    click.echo(_summary_line(run))
+    code = EXIT_PASSED
+    if run["status"] != "succeeded":
+        click.echo(f"✗ the run ended {run['status']}")
+        code = EXIT_FAILED
+    fraction = run["summary"]["pass_fraction"] or 0.0
+    if options.fail_under is not None and fraction < options.fail_under:
+        click.echo(
+            f"✗ mean pass fraction {percent(fraction)} is under {percent(options.fail_under)}"
+        )
+        code = EXIT_FAILED
+    if await _regressions(api, options, run["id"]):
+        code = EXIT_FAILED
+    return code
+
+
+def start_args(options: Options, runtime: str) -> dict[str, Any]:
+    return {
+        "workspace": options.workspace,
+        "harness": options.harness,
+        "dataset": options.dataset,
+        "runtime": runtime,
+        "concurrency": options.concurrency,
+        "repeats": options.repeats,
+        "harness_version": options.harness_version,
+        "dataset_version": options.dataset_version,
+        "metadata": options.metadata or None,
+    }
+
+
+def announce(options: Options, run: dict[str, Any]) -> None:
+    click.echo(f"run {run['id']}")
+    click.echo(f"{options.server}/runs/{run['id']}/")
