@@ -33,6 +33,8 @@ Ref = Literal["head", "working", "run"]
 REFS: tuple[Ref, ...] = ("head", "working", "run")
 WORKTREE_DIR = "repo"
 SHA_RE = re.compile(r"[0-9a-f]{4,64}")
+ADD_ATTEMPTS = 3
+ADD_RETRY_S = 0.2
 
 
 class RepoError(Exception):
@@ -88,12 +90,14 @@ class Worktrees:
                 f"the checkout mapped to {name} is gone: {checkout} "
                 f"(map it again: `python -m runnercli repo add {name} PATH`)"
             )
-        base, start, dirty = await _start_point(name, checkout, ref, sha)
         path = case_dir / dirname
+        if os.path.lexists(path):
+            raise RepoError(f"cannot make a worktree of {name} at {path}: it exists already")
+        base, start, dirty = await _start_point(name, checkout, ref, sha)
         owner_write(case_dir)
         async with self.lock(checkout):
             try:
-                await git(checkout, "worktree", "add", "--detach", "--quiet", str(path), start)
+                await _worktree_add(checkout, path, start)
                 if start != base:
                     await git(path, "reset", "--quiet", base)
             except GitError as exc:
@@ -129,6 +133,21 @@ class Worktrees:
                         removed.append(path)
         await asyncio.to_thread(sweep_case_dirs, root, prefix)
         return removed
+
+
+async def _worktree_add(checkout: Path, path: Path, commit: str) -> None:
+    """`git worktree add --detach`, tried again when it fails: another process (a second
+    runner) adding a worktree to the same repository at once can make git read its
+    half-written `.git/worktrees` entry."""
+    for attempt in range(1, ADD_ATTEMPTS + 1):
+        try:
+            await git(checkout, "worktree", "add", "--detach", "--quiet", str(path), commit)
+            return
+        except GitError:
+            if attempt == ADD_ATTEMPTS:
+                raise
+            await _deregister(checkout, path)
+            await asyncio.sleep(ADD_RETRY_S * attempt)
 
 
 async def _start_point(

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
+PNG2 = PNG + b"\x00v2"
 IDENTITY = ["-c", "user.name=Member", "-c", "user.email=member@example.com"]
 
 
@@ -38,17 +39,19 @@ def write(root: Path, files: dict[str, str | bytes]) -> None:
 
 
 def make_checkout(path: Path) -> dict[str, str]:
-    """A checkout with two commits, then uncommitted work: a modified tracked file, a
-    staged change, a deleted tracked file, an untracked file, and stale stat data in its
-    index (a touched file `git status` would refresh). Returns the commits' SHAs."""
+    """A checkout with two commits, then uncommitted work: modified tracked files (one
+    binary), a staged change, a staged new file, a deleted tracked file, an untracked file,
+    and stale stat data in its index (a touched file `git status` would refresh). Returns
+    the commits' SHAs."""
     path.mkdir(parents=True)
     git(path, "init", "--quiet", "--initial-branch=main")
     write(path, {"README.md": "hello\n", "src/app.py": "print(0)\n", "logo.png": PNG})
     first = commit_all(path, "first")
     write(path, {"src/app.py": "print(1)\n", "gone.txt": "to be deleted\n", "same.txt": "x\n"})
     head = commit_all(path, "second")
-    write(path, {"src/app.py": "print(2)\n", "README.md": "hello, staged\n"})
-    git(path, "add", "README.md")
+    write(path, {"src/app.py": "print(2)\n", "README.md": "hello, staged\n", "logo.png": PNG2})
+    write(path, {"staged-new.txt": "added, not committed\n"})
+    git(path, "add", "README.md", "staged-new.txt")
     (path / "gone.txt").unlink()
     write(path, {"notes.txt": "untracked\n"})
     stale = path / "same.txt"

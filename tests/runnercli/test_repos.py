@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,7 +59,7 @@ def test_a_mapping_stores_the_checkouts_top_directory_and_gives_a_capability(
 ) -> None:
     make_checkout(tmp_path / "app")
     make_checkout(tmp_path / "web")
-    data = {"server": "http://127.0.0.1:8000", "token": "rnr_x"}
+    data: dict[str, Any] = {"server": "http://127.0.0.1:8000", "token": "rnr_x"}
     data = repo_add(data, "acme/web", tmp_path / "web")
     data = repo_add(data, "acme/app", tmp_path / "app" / "src")
     assert data["repos"] == {

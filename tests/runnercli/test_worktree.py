@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from runnercli.repos import DIFF_CUT_MARKER, RepoError, Worktree, Worktrees, repo_diff
-from tests.runnercli.gitrepos import PNG, git, make_checkout, snapshot, worktree_paths, write
+from tests.runnercli.gitrepos import PNG, PNG2, git, make_checkout, snapshot, worktree_paths, write
 
 NAME = "acme/app"
 
@@ -58,6 +58,7 @@ def test_a_worktree_at_head_holds_heads_commit_and_none_of_the_uncommitted_work(
     assert (tree.path / "gone.txt").exists()
     assert not (tree.path / "notes.txt").exists()
     assert (tree.path / "logo.png").read_bytes() == PNG
+    assert not (tree.path / "staged-new.txt").exists()
     assert git(tree.path, "status", "--porcelain") == ""
     assert snapshot(checkout) == before
 
@@ -74,9 +75,17 @@ def test_a_worktree_at_working_adds_the_uncommitted_tracked_changes_and_leaves_a
     assert (tree.path / "src/app.py").read_text() == "print(2)\n"
     assert (tree.path / "README.md").read_text() == "hello, staged\n"
     assert not (tree.path / "gone.txt").exists()
+    assert (tree.path / "logo.png").read_bytes() == PNG2
+    assert (tree.path / "staged-new.txt").read_text() == "added, not committed\n"
     assert not (tree.path / "notes.txt").exists()  # untracked: not part of `working`
     status = git(tree.path, "status", "--porcelain").splitlines()
-    assert sorted(status) == [" D gone.txt", " M README.md", " M src/app.py"]
+    assert sorted(status) == [
+        " D gone.txt",
+        " M README.md",
+        " M logo.png",
+        " M src/app.py",
+        "?? staged-new.txt",
+    ]
     assert snapshot(checkout) == before
     assert git(checkout, "stash", "list") == ""
 
@@ -122,6 +131,11 @@ def test_an_unknown_ref_or_a_vanished_checkout_is_a_clear_error(
 ) -> None:
     with pytest.raises(RepoError, match="'main' is not one of head, working, run"):
         add(checkout, tmp_path, "main")
+    tree = add(checkout, tmp_path / "again", "head")
+    with pytest.raises(RepoError, match="it exists already"):
+        asyncio.run(
+            Worktrees().add(name=NAME, checkout=checkout, case_dir=tree.case_dir, ref="head")
+        )
     with pytest.raises(RepoError, match="repo add acme/app PATH"):
         asyncio.run(
             Worktrees().add(name=NAME, checkout=tmp_path / "nope", case_dir=tmp_path, ref="head")
@@ -155,6 +169,33 @@ def test_four_concurrent_cases_of_one_repo_each_get_their_own_worktree(
     assert after == []
     assert not any(tree.path.exists() for tree in trees)
     assert snapshot(checkout) == before
+
+
+ADDER = """
+import asyncio, sys
+from pathlib import Path
+from runnercli.repos import Worktrees
+
+asyncio.run(Worktrees().add(name="acme/app", checkout=Path(sys.argv[1]),
+                            case_dir=Path(sys.argv[2]), ref=sys.argv[3]))
+"""
+
+
+def test_runners_in_separate_processes_add_worktrees_of_one_repo_at_once(
+    checkout: Path, tmp_path: Path
+) -> None:
+    dirs = [case_dir(tmp_path, n) for n in range(4)]
+    adders = [
+        subprocess.Popen(
+            [sys.executable, "-c", ADDER, str(checkout), str(path), ref],
+            stderr=subprocess.PIPE,
+        )
+        for path, ref in zip(dirs, ["head", "working"] * 2, strict=True)
+    ]
+    for adder in adders:
+        _, stderr = adder.communicate(timeout=60)
+        assert adder.returncode == 0, stderr.decode()
+    assert sorted(worktree_paths(checkout)) == sorted(str(path / "repo") for path in dirs)
 
 
 def test_removal_deregisters_a_worktree_whose_directory_is_gone(
