@@ -202,10 +202,13 @@ def collect(
     matched: dict[str, os.stat_result] = {}
     hit: set[str] = set()
     for path, info in _walk(base, compiled, collected):
-        found = [glob.text for glob in compiled if glob.matches(path)]
-        if found:
+        shown = _shown(path)
+        found = [glob.text for glob in compiled if glob.matches(shown)]
+        hit.update(found)
+        if found and shown != path:
+            collected.skipped.append(Skipped(shown, "its name is not UTF-8"))
+        elif found:
             matched[path] = info
-            hit.update(found)
     collected.unmatched = [glob for glob in globs if glob not in hit]
     for path in sorted(matched):
         problem = _take(base, path, matched[path], collected, max_file_bytes, max_total_bytes)
@@ -273,6 +276,16 @@ def _take(
         return "it grew past the limits while it was read"
     collected.artifacts.append(Artifact(path, size, digest, media_type(path), base / path))
     return None
+
+
+def _shown(path: str) -> str:
+    """The path itself, or for a name the file system gave as bytes that are not UTF-8
+    (surrogate escapes), a readable stand-in with U+FFFD."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return path
 
 
 def _hash(base: Path, path: str, limit: int) -> tuple[str, int | None]:

@@ -117,6 +117,8 @@ def list_dir(
             for item in scan:
                 if len(found) > max_entries:
                     break
+                if not item.name.isprintable() and _undecodable(item.name):
+                    continue  # a name that is not UTF-8 cannot be answered or asked for
                 name = f"{prefix}/{item.name}" if prefix else item.name
                 found.append(_entry(name, item.stat(follow_symlinks=False)))
     except FileNotFoundError as exc:
@@ -149,6 +151,14 @@ def open_file(root: str | os.PathLike[str], relative: str) -> tuple[int, os.stat
         os.close(fd)
         raise
     return fd, info
+
+
+def _undecodable(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def read_file(root: str | os.PathLike[str], relative: str, max_bytes: int) -> bytes:

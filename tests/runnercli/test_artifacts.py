@@ -141,3 +141,14 @@ def test_the_glob_list_itself_is_checked() -> None:
         check_globs("out/*.json")
     with pytest.raises(GlobError, match="at most 32 globs"):
         check_globs([f"f{n}" for n in range(33)])
+
+
+def test_a_file_whose_name_is_not_utf8_is_left_out_saying_so(tmp_path: Path) -> None:
+    with open(os.path.join(os.fsencode(tmp_path), b"bad-\xff.txt"), "wb") as handle:
+        handle.write(b"x")
+    write(tmp_path, {"good.txt": b"y"})
+    found = collect(tmp_path, ["*.txt"], MiB, MiB)
+    assert [a.path for a in found.artifacts] == ["good.txt"]
+    assert [(s.path, s.reason) for s in found.skipped] == [
+        ("bad-\ufffd.txt", "its name is not UTF-8")
+    ]

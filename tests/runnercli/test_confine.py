@@ -141,3 +141,9 @@ def test_a_file_over_the_limit_is_refused_before_any_byte_is_read(root: Path) ->
     assert read_file(root, "a.txt", 6) == b"hello\n"
     with pytest.raises(ConfineError, match="over the limit of 5 bytes"):
         read_file(root, "a.txt", 5)
+
+
+def test_a_name_that_is_not_utf8_is_left_out_of_a_listing(root: Path) -> None:
+    with open(os.path.join(os.fsencode(root / "sub"), b"bad-\xff"), "wb"):
+        pass
+    assert [entry.path for entry in list_dir(root, "sub").entries] == ["sub/b.txt", "sub/up"]
