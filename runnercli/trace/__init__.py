@@ -1,5 +1,21 @@
 """A running case's trace: events parsed from the agent's stdout or the harness's trace file,
-numbered, redacted and bounded on this machine, and sent in acknowledged batches."""
+numbered, redacted and bounded on this machine, and sent in acknowledged batches.
+
+One case, as a stage runs it::
+
+    parser = stream_parser(spec.output)          # None unless the stdout is a trace
+    follower = TraceFileFollower(trace_file)     # `$EVERDICT_TRACE_FILE`
+    batcher, step = TraceBatcher(redact=redactor), CurrentStep()
+    # as stdout streams, and on every tick
+    step.observe(batcher.add(parser.feed(chunk)))
+    step.observe(batcher.add(follower.poll()))
+    # the sender: one batch at a time, until the server has them all
+    batch = batcher.next_batch()                 # `report_case_trace(events=batch)`
+    batcher.acknowledge(reply.last_seq)
+    # when the case has ended: the rest, then the one `dropped` event if the bounds cut it
+    batcher.add(parser.finish() + follower.finish()); batcher.finish()
+    output, usage = parser.final_output(), parser.final_usage()
+"""
 
 from __future__ import annotations
 

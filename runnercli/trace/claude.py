@@ -93,6 +93,9 @@ class ClaudeStreamParser(JsonLinesParser):
             return [unknown_type(obj, ts)]
         parent = obj.get("parent_tool_use_id")
         drafts = [self._assistant_block(block, ts) for block in blocks]
+        if obj.get("error"):
+            # The API call behind the message failed (rate limit, authentication, …).
+            drafts.append(Draft("error", "assistant", {"error": obj["error"]}, ts))
         if parent:
             # A subagent's step: it belongs under the Task call that started it.
             for draft in drafts:

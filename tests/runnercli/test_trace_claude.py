@@ -157,6 +157,23 @@ def test_unknown_and_malformed_lines_are_raw_events_and_partial_messages_skipped
     assert drafts[2].data["error"] == "not a JSON object"
 
 
+def test_a_failed_api_call_on_a_message_is_an_error_event() -> None:
+    line = {
+        "type": "assistant",
+        "error": "rate_limit",
+        "message": {"content": [{"type": "text", "text": "API Error: 429"}]},
+    }
+    drafts = ClaudeStreamParser().feed(json.dumps(line).encode() + b"\n", T0)
+    assert [(d.kind, d.name, d.data) for d in drafts] == [
+        ("message", "assistant", {"text": "API Error: 429"}),
+        ("error", "assistant", {"error": "rate_limit"}),
+    ]
+
+
+def test_only_the_agents_streaming_formats_are_parsed() -> None:
+    assert stream_parser("text") is None and stream_parser("json") is None
+
+
 def test_a_long_malformed_line_keeps_only_its_head() -> None:
     parser = ClaudeStreamParser()
     (draft,) = parser.feed(b"{" + b"x" * 100_000 + b"\n", T0)

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from runnercli.trace import CurrentStep, Draft, TraceBatcher, TraceFileFollower
+from runnercli.trace.tracefile import TraceLineParser
 from tests.runnercli.recorded import T0
 
 WRITER = textwrap.dedent(
@@ -129,6 +130,17 @@ def test_finish_reads_the_rest_and_a_last_line_without_newline(tmp_path: Path) -
     assert 0 < len(drafts) < 20  # one look reads at most max_read_bytes
     drafts += follower.finish(T0)
     assert [d.name for d in drafts] == [f"m{i}" for i in range(20)] + ["last"]
+
+
+def test_a_line_over_the_limit_is_raw_and_the_next_one_read(tmp_path: Path) -> None:
+    parser = TraceLineParser(max_line_bytes=1000)
+    long_line = json.dumps({"kind": "message", "data": {"text": "w" * 5000}}).encode()
+    drafts = parser.feed(long_line[:3000], T0) + parser.feed(long_line[3000:] + b"\n", T0)
+    drafts += parser.feed(b'{"kind": "message", "name": "after"}\n', T0)
+    assert [(d.kind, d.name) for d in drafts] == [("raw", "line"), ("message", "after")]
+    assert drafts[0].data["bytes"] == len(long_line)
+    assert drafts[0].data["error"] == f"line of {len(long_line)} bytes, over 1000"
+    assert drafts[0].data["line"].startswith('{"kind": "message"')
 
 
 def test_the_current_step_pairs_calls_without_ids_by_name() -> None:
