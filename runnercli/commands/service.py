@@ -76,11 +76,13 @@ def service_group(
             )
         manager = _backend(backend)
         try:
-            install(manager, service_spec(path), dry_run=dry_run, echo=click.echo)
+            report = install(manager, service_spec(path), dry_run=dry_run, echo=click.echo)
         except ServiceError as exc:
             raise click.ClickException(str(exc)) from exc
         if dry_run and not paired:
             click.echo(f"# note: {path} is not paired yet; install refuses until it is")
+        if report.failed:
+            raise SystemExit(1)
 
     @service.command(name="uninstall")
     def uninstall_command() -> None:

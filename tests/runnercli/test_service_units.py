@@ -264,6 +264,22 @@ def test_where_the_user_manager_answers_install_enables_and_starts_it(tmp_path: 
     ]
 
 
+def test_a_manager_refusing_to_enable_it_fails_the_install_with_its_reason(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    refuse = (
+        'case "$*" in *enable*) echo "Failed to enable unit: Access denied" >&2; exit 1 ;; esac'
+    )
+    fake_program(bin_dir, "systemctl", refuse)
+    config = paired_config(tmp_path / "cfg")
+    done = invoke(systemd_on(bin_dir), tmp_path, "install", "--config", str(config))
+    assert done.exit_code == 1
+    assert (
+        f"✗ systemctl --user enable --now {UNIT_NAME}: Failed to enable unit: Access denied"
+        in done.output
+    )
+    assert "enabled and started" not in done.output
+
+
 def test_a_failing_hello_is_a_line_of_status_not_a_crash(tmp_path: Path) -> None:
     def unreachable(path: Path) -> str:
         raise ConnectionError("server unreachable")
