@@ -7,7 +7,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
 
-.PHONY: install test lint test-sqlite test-postgres demo serve bench browser-deps node-deps oidc-deps chart-deps clean
+.PHONY: install test lint test-sqlite test-postgres demo serve bench browser-deps systemd-deps node-deps oidc-deps chart-deps clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python >= 3.11 is required"; exit 1; }
@@ -24,6 +24,13 @@ browser-deps:
 		echo "Installing Debian's chromium for the browser tests"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 		|| echo "chromium could not be installed: browser tests will be skipped"; }
+
+# Debian's systemd for `systemd-analyze verify` of the runner's service unit (never run as init).
+systemd-deps:
+	@command -v systemd-analyze >/dev/null 2>&1 || { \
+		echo "Installing Debian's systemd to check the runner's service unit"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null) \
+		|| echo "systemd could not be installed: the service unit check will be skipped"; }
 
 # Node 22 and the MCP Inspector, under var/node (not global), for the third-party MCP check.
 node-deps:
@@ -80,7 +87,7 @@ test-postgres: install
 		echo "PostgreSQL at $(TEST_DATABASE_URL) is unreachable: skipping the PostgreSQL pass"; \
 	fi
 
-test: install browser-deps node-deps oidc-deps chart-deps lint test-sqlite test-postgres
+test: install browser-deps systemd-deps node-deps oidc-deps chart-deps lint test-sqlite test-postgres
 
 demo: install
 	$(PY) -m everdict.demo
