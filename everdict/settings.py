@@ -256,6 +256,21 @@ EVERDICT_SHADOW_MAX_BYTES = _int("EVERDICT_SHADOW_MAX_BYTES", 1024 * 1024)
 # without a wake-up: a lost notification costs at most this much latency, never a job.
 EVERDICT_WAKE_RECHECK_S = env.float("EVERDICT_WAKE_RECHECK_S", default=5.0)
 EVERDICT_STATUS_TTL_S = _int("EVERDICT_STATUS_TTL_S", 120, minimum=1)
+# The case's world (protocol 3). Artifacts: per file and per case, at most the protocol's.
+EVERDICT_MAX_ARTIFACT_BYTES = _int(
+    "EVERDICT_MAX_ARTIFACT_BYTES", 10 * 1024 * 1024, minimum=1, maximum=10 * 1024 * 1024
+)
+EVERDICT_MAX_CASE_ARTIFACT_BYTES = _int(
+    "EVERDICT_MAX_CASE_ARTIFACT_BYTES", 50 * 1024 * 1024, minimum=1, maximum=50 * 1024 * 1024
+)
+# A trace kept per case: past either bound, one "… N events dropped" event.
+EVERDICT_MAX_TRACE_EVENTS = _int("EVERDICT_MAX_TRACE_EVENTS", 20_000, minimum=1, maximum=20_000)
+EVERDICT_MAX_TRACE_BYTES = _int(
+    "EVERDICT_MAX_TRACE_BYTES", 16 * 1024 * 1024, minimum=1, maximum=16 * 1024 * 1024
+)
+# The newest runner release `hello` tells runners of (`doctor` and the status line say how to
+# update to it); empty: this server's own package version.
+EVERDICT_RUNNER_LATEST = env.str("EVERDICT_RUNNER_LATEST", default="")
 # How long /mcp keeps a verified runner token (PostgreSQL only). A revocation, or an owner
 # deactivated through the ORM or admin, is heard at once on every replica; this bounds only
 # changes made behind the application's back (plain SQL). Above the 30 s long-poll, so an

@@ -19,6 +19,7 @@ from mcpgateway.calls import in_thread
 from runnercli.protocol import (
     MAX_CAPABILITIES,
     MAX_FAIL_MESSAGE_CHARS,
+    MAX_FEATURES,
     MAX_JOBS_PER_LEASE,
     MAX_LOG_LINE_BYTES,
     MAX_LOG_LINES_PER_CALL,
@@ -28,6 +29,7 @@ from runnercli.protocol import (
     BatchAck,
     Capability,
     CaseResult,
+    Feature,
     HeartbeatAck,
     Hello,
     LeaseGrant,
@@ -61,15 +63,38 @@ Capabilities = Annotated[
     Sequence[Capability],
     Field(max_length=MAX_CAPABILITIES, description="What this runner has now (empty: unchanged)."),
 ]
+Features = Annotated[
+    Sequence[Feature],
+    Field(
+        max_length=MAX_FEATURES,
+        description="Protocol 3: what this runner implements (repo, artifacts, trace, screens, "
+        "services, judge, slots, files); a job needing one it lacks is left for another.",
+    ),
+]
+
+
+def _features(protocol: int, features: Sequence[str]) -> tuple[int, list[str]]:
+    # A runner of protocol 2 can do none of them, whatever it sends.
+    return protocol, list(features) if protocol >= 3 else []
+
+
 LogLine = Annotated[str, Field(max_length=MAX_LOG_LINE_BYTES), AfterValidator(_line_within_bounds)]
 LogLines = Annotated[list[LogLine], Field(max_length=MAX_LOG_LINES_PER_CALL)]
 
 
-async def hello(protocol: int, capabilities: Capabilities = (), status: Status = "") -> Hello:
+async def hello(
+    protocol: int, capabilities: Capabilities = (), status: Status = "", features: Features = ()
+) -> Hello:
     """Say who this runner is and whether its protocol is still served; marks it present."""
     runner = current_principal().require_runner("hello")
+    protocol, reported = _features(protocol, features)
     return await in_thread(
-        runner_hello, runner=runner, protocol=protocol, capabilities=capabilities, status=status
+        runner_hello,
+        runner=runner,
+        protocol=protocol,
+        capabilities=capabilities,
+        status=status,
+        features=reported,
     )
 
 
@@ -87,6 +112,7 @@ async def lease_job(
             "the reply then lists them all in `jobs`.",
         ),
     ] = None,
+    features: Features = (),
 ) -> LeaseReply:
     """Lease the next job for this runner, waiting up to `wait_ms` (≤ `hello.limits.max_wait_ms`).
 
@@ -104,6 +130,7 @@ async def lease_job(
         status=status,
         wait_ms=max(0, min(wait_ms, settings.EVERDICT_MAX_WAIT_MS)),
         max_jobs=max_jobs or 1,
+        features=_features(protocol, features),
     )
     batch = None
     if max_jobs is not None:

@@ -24,19 +24,13 @@ from typing import Any
 import re2
 
 from runnercli.confine import ConfineError, open_file
+from runnercli.protocol.names import check_globs
 
-MAX_GLOBS = 32
-MAX_GLOB_CHARS = 200
 # Entries looked at before collection gives up walking (a case that wrote a million files).
 MAX_SCANNED_ENTRIES = 200_000
 HASH_CHUNK = 1 << 20
 DEFAULT_MEDIA_TYPE = "application/octet-stream"
 _MAGIC = re.compile(r"[*?\[]")
-_DRIVE_RE = re.compile(r"^[A-Za-z]:")
-
-
-class GlobError(ValueError):
-    """An `artifacts` glob that is malformed or could reach outside the case directory."""
 
 
 @dataclass(frozen=True)
@@ -73,50 +67,6 @@ class Collected:
     @property
     def total_bytes(self) -> int:
         return sum(artifact.size for artifact in self.artifacts)
-
-
-def check_globs(globs: Sequence[str]) -> list[str]:
-    """Return `globs` if every one is acceptable; raise GlobError naming the first that is not."""
-    if isinstance(globs, str) or not isinstance(globs, Sequence):
-        raise GlobError("artifacts must be a list of globs")
-    if len(globs) > MAX_GLOBS:
-        raise GlobError(f"artifacts may list at most {MAX_GLOBS} globs, not {len(globs)}")
-    for glob in globs:
-        problem = _glob_problem(glob)
-        if problem:
-            raise GlobError(f"artifacts glob {glob!r} {problem}")
-    return list(globs)
-
-
-def _glob_problem(glob: object) -> str | None:
-    if not isinstance(glob, str) or not glob:
-        return "is not a non-empty string"
-    if len(glob) > MAX_GLOB_CHARS:
-        return f"is longer than {MAX_GLOB_CHARS} characters"
-    if "\x00" in glob:
-        return "contains NUL"
-    if glob.startswith("/") or _DRIVE_RE.match(glob):
-        return "is absolute: globs are relative to the case's directory"
-    if "\\" in glob:
-        return "contains '\\': separate directories with '/'"
-    parts = glob.split("/")
-    if ".." in parts:
-        return "goes up with '..': globs stay inside the case's directory"
-    if "" in parts:
-        return "has an empty component ('//' or a trailing '/'): use DIR/** for a directory"
-    if any(_class_unclosed(part) for part in parts):
-        return "has a '[' without its ']'"
-    return None
-
-
-def _class_unclosed(part: str) -> bool:
-    start = part.find("[")
-    while start != -1:
-        end = part.find("]", start + 2)
-        if end == -1:
-            return True
-        start = part.find("[", end + 1)
-    return False
 
 
 def glob_regex(glob: str) -> str:

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from runnercli.protocol import CAPABILITY_RE
+from runnercli.protocol import is_capability
 
 CONFIG_ENV = "EVERDICT_RUNNER_CONFIG"
 SERVER_ENV = "EVERDICT_SERVER"
@@ -107,7 +107,7 @@ def detected_capabilities() -> list[str]:
     """Return what this machine offers: `python`, the OS name, and known programs on PATH."""
     found = ["python", os_name()]
     found += [program for program in DETECTABLE_PROGRAMS if shutil.which(program)]
-    return [cap for cap in found if CAPABILITY_RE.match(cap)]
+    return [cap for cap in found if is_capability(cap)]
 
 
 def merge_capabilities(*groups: list[str] | tuple[str, ...]) -> list[str]:
@@ -119,7 +119,7 @@ def merge_capabilities(*groups: list[str] | tuple[str, ...]) -> list[str]:
 
 
 def invalid_capabilities(capabilities: list[str] | tuple[str, ...]) -> list[str]:
-    return [cap for cap in capabilities if not CAPABILITY_RE.match(cap)]
+    return [cap for cap in capabilities if not is_capability(cap)]
 
 
 def runnercli_version() -> str:

@@ -20,7 +20,7 @@ from runners.services import runner_pair, runner_revoke
 capability_validator = RegexValidator(
     CAPABILITY_RE,
     "A capability is 1-40 characters of a-z, 0-9, '.', '_' or '-', "
-    "starting with a letter or digit.",
+    "starting with a letter or digit, or repo:OWNER/NAME for a mapped repo.",
 )
 
 

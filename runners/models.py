@@ -62,6 +62,11 @@ class Runner(models.Model):
     # A plan limit (its tool said "rate limited"): it leases nothing until then.
     paused_until = models.DateTimeField(null=True, blank=True)
     pause_reason = models.CharField(max_length=200, blank=True)
+    # What its last `hello` or `lease_job` said it speaks and can do (protocol 3 features:
+    # `repo`, `artifacts`, `trace`, …): a job needing a feature is leased only to a runner
+    # that has it.
+    protocol = models.PositiveSmallIntegerField(default=0, db_default=0)
+    features = models.JSONField(default=list, blank=True)
 
     objects = RunnerQuerySet.as_manager()
 
@@ -98,6 +103,16 @@ class Runner(models.Model):
 
     def has_capabilities(self, required: list[str]) -> bool:
         return set(required) <= set(self.capabilities or [])
+
+    def has_features(self, needed: Sequence[str]) -> bool:
+        return set(needed) <= set(self.features or [])
+
+    def update_features(self, protocol: int, features: Sequence[str]) -> None:
+        """Store the protocol and features the runner reports now, when they changed."""
+        wanted = sorted(set(features))
+        if protocol != self.protocol or wanted != list(self.features or []):
+            Runner.objects.filter(pk=self.pk).update(protocol=protocol, features=wanted)
+            self.protocol, self.features = protocol, wanted
 
     def update_capabilities(self, capabilities: Sequence[str]) -> None:
         """Store the capabilities the runner reports now, when they changed."""
@@ -151,6 +166,9 @@ class RunnerJob(models.Model):
     batch = models.ForeignKey(JobBatch, on_delete=models.CASCADE, related_name="jobs")
     payload = models.JSONField(help_text="This job's part of the case job (its case).")
     required_capabilities = models.JSONField(default=list, blank=True)
+    # The runner features its harness uses (protocol 3): only a runner with all of them may
+    # lease it.
+    needs_features = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)
     lease_epoch = models.PositiveIntegerField(default=0)
     leased_by = models.ForeignKey(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -13,12 +14,12 @@ from django.utils import timezone
 from accounts import tokens
 from core.errors import Invalid, NotFound
 from runnercli.protocol import (
-    CAPABILITY_RE,
     MAX_CAPABILITIES,
     MAX_WAIT_MS,
     PROTOCOL_VERSION,
     Hello,
     Limits,
+    is_capability,
 )
 from runners import queue, revocations
 from runners.models import PairingMethod, Runner
@@ -68,7 +69,7 @@ def pairing_check(label: str, os: str, capabilities: list[str]) -> None:
         errors["label"] = ["A label is 1 to 100 characters, without NUL."]
     if len(os) > 100 or "\x00" in os:
         errors["os"] = ["At most 100 characters, without NUL."]
-    bad = [c for c in capabilities if not CAPABILITY_RE.match(c)]
+    bad = [c for c in capabilities if not is_capability(c)]
     if bad or len(capabilities) > MAX_CAPABILITIES:
         errors["capabilities"] = [f"Invalid capabilities: {bad[:5]} (at most {MAX_CAPABILITIES})."]
     if errors:
@@ -147,14 +148,21 @@ def protocol_outdated(protocol: int) -> bool:
 
 
 def runner_hello(
-    *, runner: Runner, protocol: int, capabilities: Sequence[str], status: str = ""
+    *,
+    runner: Runner,
+    protocol: int,
+    capabilities: Sequence[str],
+    status: str = "",
+    features: Sequence[str] = (),
 ) -> Hello:
     """Mark the runner present, keep what it reports, and tell it whether it must update.
 
-    An empty capability list means "not reported": it never wipes the stored set.
+    An empty capability list means "not reported": it never wipes the stored set. Its
+    protocol and features are stored as said (a runner of protocol 2 has none).
     """
     if capabilities:
         runner.update_capabilities(capabilities)
+    runner.update_features(protocol, features)
     runner_touch(runner=runner, status=status)
     return Hello(
         runner_id=runner.pk,
@@ -162,6 +170,24 @@ def runner_hello(
         owner=runner.owner.get_username(),
         server_protocol=PROTOCOL_VERSION,
         update_required=protocol_outdated(protocol),
-        # Every bound as the tools enforce it (the wire contract's), the wait as configured.
-        limits=Limits(max_wait_ms=min(settings.EVERDICT_MAX_WAIT_MS, MAX_WAIT_MS)),
+        # Every bound as the tools enforce it (the wire contract's), the rest as configured.
+        limits=Limits(
+            max_wait_ms=min(settings.EVERDICT_MAX_WAIT_MS, MAX_WAIT_MS),
+            max_artifact_bytes=settings.EVERDICT_MAX_ARTIFACT_BYTES,
+            max_case_artifact_bytes=settings.EVERDICT_MAX_CASE_ARTIFACT_BYTES,
+            max_trace_events=settings.EVERDICT_MAX_TRACE_EVENTS,
+            max_trace_bytes=settings.EVERDICT_MAX_TRACE_BYTES,
+        ),
+        latest_runner_version=latest_runner_version(),
     )
+
+
+def latest_runner_version() -> str:
+    """The newest runner release this server tells runners of: EVERDICT_RUNNER_LATEST, or the
+    server's own package version."""
+    if settings.EVERDICT_RUNNER_LATEST:
+        return settings.EVERDICT_RUNNER_LATEST
+    try:
+        return importlib.metadata.version("everdict")
+    except importlib.metadata.PackageNotFoundError:
+        return ""

@@ -24,7 +24,7 @@ from accounts.authentication import signed_in
 from accounts.models import ApiKey
 from accounts.services import api_key_create, api_key_revoke
 from core.errors import NotFound
-from runnercli.protocol import CAPABILITY_RE, MAX_CAPABILITIES
+from runnercli.protocol import MAX_CAPABILITIES, is_capability
 from runners.models import PairingMethod, Runner
 from runners.pairing import device_pairings_waiting
 from runners.presence import status_severity
@@ -41,7 +41,7 @@ class RunnerPairForm(forms.Form):
 
     def clean_capabilities(self) -> list[str]:
         names = [c for c in re.split(r"[\s,]+", self.cleaned_data["capabilities"].lower()) if c]
-        bad = [c for c in names if not CAPABILITY_RE.match(c)]
+        bad = [c for c in names if not is_capability(c)]
         if bad:
             raise forms.ValidationError(
                 "Not a capability name: %(names)s. Use 1-40 characters of a-z, 0-9, '.', '_' "

@@ -1,12 +1,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from pydantic import ValidationError
+
+from runnercli.protocol import HarnessSpec, spec_features
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -98,7 +102,24 @@ class HarnessVersion(models.Model):
 
     @property
     def capabilities(self) -> list[str]:
-        return list(self.spec.get("capabilities", []))
+        """What a runner must have for it: the spec's capabilities, `repo:NAME` for its
+        repo, `docker` for a container service."""
+        spec = self.parsed_spec
+        return spec.required_capabilities() if spec else list(self.spec.get("capabilities", []))
+
+    @property
+    def features(self) -> list[str]:
+        """The runner features its cases need (protocol 3)."""
+        spec = self.parsed_spec
+        return spec_features(spec) if spec else []
+
+    @cached_property
+    def parsed_spec(self) -> HarnessSpec | None:
+        """The spec as today's runners read it (None for one stored under older rules)."""
+        try:
+            return HarnessSpec.model_validate(self.spec)
+        except ValidationError:
+            return None
 
 
 class DatasetVersion(models.Model):

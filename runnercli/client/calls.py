@@ -27,6 +27,7 @@ from runnercli.client.errors import (
 )
 from runnercli.client.session import McpSession
 from runnercli.config import mcp_url
+from runnercli.features import RUNNER_FEATURES
 from runnercli.leases import LeaseBatch, parse_lease_reply
 from runnercli.protocol import (
     MAX_STATUS_CHARS,
@@ -75,6 +76,8 @@ class RunnerClient:
         self._last_http_error: str | None = None
         # What the server accepts per call, as its `hello` said (the protocol's until then).
         self.limits = Limits()
+        # What this runner can do beyond protocol 2, said in every hello and lease.
+        self.features: list[str] = list(RUNNER_FEATURES)
 
     async def __aenter__(self) -> RunnerClient:
         return self
@@ -88,7 +91,12 @@ class RunnerClient:
             self._session = None
 
     async def hello(self, *, capabilities: list[str], status: str = "") -> Hello:
-        args = {"protocol": PROTOCOL_VERSION, "capabilities": capabilities, "status": _st(status)}
+        args = {
+            "protocol": PROTOCOL_VERSION,
+            "capabilities": capabilities,
+            "status": _st(status),
+            "features": self.features,
+        }
         hello = await self._call("hello", args, Hello)
         self.limits = hello.limits
         return hello
@@ -105,6 +113,7 @@ class RunnerClient:
             "wait_ms": wait_ms,
             "capabilities": capabilities,
             "status": _st(status),
+            "features": self.features,
         }
         if max_jobs is not None:
             args["max_jobs"] = max(1, min(max_jobs, limits.max_jobs_per_lease))

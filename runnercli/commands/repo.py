@@ -9,14 +9,13 @@ from typing import Any
 import click
 
 from runnercli.config import ConfigError, config_path
+from runnercli.protocol.names import RepoNameError, repo_capability
 from runnercli.repos.git import GitError, git_sync
 from runnercli.repos.mapping import (
     MappingError,
-    RepoNameError,
     config_data_load,
     config_data_save,
     repo_add,
-    repo_capability,
     repo_list,
     repo_remove,
     repos_of,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -22,8 +22,22 @@ class HarnessRef(BaseModel):
     spec: HarnessSpec
 
 
+class JudgeInput(BaseModel):
+    """What a judge job judges (protocol 3): the case's input, the output it gave, the
+    expected answer and the rubric. Only a judge job carries an expected answer."""
+
+    case_key: str
+    rubric: str
+    input: Any = None
+    output: str = ""
+    expected: Any = None
+    # Which of the grader's votes this job is (0-based), so three judges are three jobs.
+    vote: int = 0
+
+
 class CaseJob(BaseModel):
-    """One case to run, as the runner receives it. Never carries the expected answer."""
+    """One case to run, as the runner receives it. A case job never carries the expected
+    answer; a judge job (`kind: judge`, protocol 3) carries it in `judge`."""
 
     job_id: int
     attempt_id: int
@@ -36,6 +50,10 @@ class CaseJob(BaseModel):
     harness: HarnessRef
     capabilities: list[str] = Field(default_factory=list)
     timeout_s: int
+    # Protocol 3: a judge job, and the run's commit for a harness whose repo.ref is `run`.
+    kind: Literal["case", "judge"] = "case"
+    judge: JudgeInput | None = None
+    git_sha: str | None = None
 
 
 class Lease(BaseModel):

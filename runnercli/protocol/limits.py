@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-PROTOCOL_VERSION = 2
+# Protocol 3 adds the case's world (repo, artifacts, trace, screens, services, judges): a job
+# needs protocol 3 only through the runner features its harness uses (`protocol.features`).
+PROTOCOL_VERSION = 3
 
 MAX_OUTPUT_BYTES = 1024 * 1024
 MAX_STDERR_TAIL_BYTES = 64 * 1024
@@ -12,7 +14,8 @@ MAX_STATUS_CHARS = 200
 # How many capabilities a runner may declare (pairing, `hello`, `lease_job`), and how long
 # one may be.
 MAX_CAPABILITIES = 64
-MAX_CAPABILITY_CHARS = 40
+MAX_CAPABILITY_CHARS = 105  # `repo:` and a repo name of up to 100 characters
+MAX_PLAIN_CAPABILITY_CHARS = 40
 # `fail_job`'s message: what the server accepts, and what the runner sends of a longer one
 # (a reason to show on the job, not a log: the log goes through `report_case_log`).
 MAX_FAIL_MESSAGE_CHARS = MAX_STDERR_TAIL_BYTES
@@ -38,3 +41,16 @@ MAX_RESULTS_BYTES_PER_CALL = 4 * 1024 * 1024
 # case file. Linux refuses a single environment string or argument over 128 KiB.
 MAX_CASE_ENV_BYTES = 64 * 1024
 MAX_ARG_BYTES = 128 * 1024
+
+# Protocol 3: blobs (artifacts, screens, files a page asks for), per file and per case.
+MAX_BLOB_CHUNK_BYTES = 1024 * 1024
+MAX_ARTIFACT_BYTES = 10 * 1024 * 1024
+MAX_CASE_ARTIFACT_BYTES = 50 * 1024 * 1024
+MAX_ARTIFACTS_PER_RESULT = 200
+MAX_ARTIFACT_PATH_CHARS = 1024
+# Screens: a frame at most this often, of at most this size.
+SCREEN_INTERVAL_MS = 1000
+MAX_SCREEN_BYTES = 512 * 1024
+# The fs rendezvous: entries in a listing, requests per poll.
+MAX_FS_ENTRIES = 1000
+MAX_FS_REQUESTS_PER_POLL = 32

@@ -5,12 +5,18 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from runnercli.protocol.limits import (
+    MAX_ARTIFACT_BYTES,
+    MAX_BLOB_CHUNK_BYTES,
+    MAX_CASE_ARTIFACT_BYTES,
     MAX_JOBS_PER_LEASE,
     MAX_LOG_LINES_PER_CALL,
     MAX_RESULTS_BYTES_PER_CALL,
     MAX_RESULTS_PER_CALL,
+    MAX_SCREEN_BYTES,
     MAX_WAIT_MS,
+    SCREEN_INTERVAL_MS,
 )
+from runnercli.protocol.trace import MAX_TRACE_BYTES, MAX_TRACE_EVENTS
 
 
 class Ack(BaseModel):
@@ -38,6 +44,14 @@ class Limits(BaseModel):
     max_bytes_per_call: int = MAX_RESULTS_BYTES_PER_CALL
     max_log_lines_per_call: int = MAX_LOG_LINES_PER_CALL
     max_wait_ms: int = MAX_WAIT_MS
+    # Protocol 3: blobs, screens and traces.
+    max_blob_chunk_bytes: int = MAX_BLOB_CHUNK_BYTES
+    max_artifact_bytes: int = MAX_ARTIFACT_BYTES
+    max_case_artifact_bytes: int = MAX_CASE_ARTIFACT_BYTES
+    screen_interval_ms: int = SCREEN_INTERVAL_MS
+    max_screen_bytes: int = MAX_SCREEN_BYTES
+    max_trace_events: int = MAX_TRACE_EVENTS
+    max_trace_bytes: int = MAX_TRACE_BYTES
 
 
 class Hello(BaseModel):
@@ -47,6 +61,8 @@ class Hello(BaseModel):
     server_protocol: int
     update_required: bool
     limits: Limits = Field(default_factory=Limits)
+    # Protocol 3: the newest runner release this server knows of ("" when it names none).
+    latest_runner_version: str = ""
 
 
 class ToolFailure(BaseModel):

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from runnercli.protocol.limits import (
+    MAX_ARTIFACT_PATH_CHARS,
+    MAX_ARTIFACTS_PER_RESULT,
     MAX_FINGERPRINT_TOOLS,
     MAX_LOG_LINE_BYTES,
     MAX_LOG_TAIL_LINES,
@@ -16,10 +18,49 @@ from runnercli.protocol.limits import (
     MAX_STDERR_TAIL_BYTES,
     MAX_TOOL_VERSION_CHARS,
 )
-from runnercli.protocol.spec import Received
+from runnercli.protocol.names import CasePathError, check_case_path
+from runnercli.protocol.received import Received
 
 ToolName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,39}$")]
 ToolVersion = Annotated[str, Field(max_length=MAX_TOOL_VERSION_CHARS)]
+Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+MediaType = Annotated[str, Field(max_length=200, pattern=r"^[\w.+-]+/[\w.+-]+$")]
+
+
+class RepoFingerprint(Received):
+    """Which state of the member's repo a case ran on (protocol 3)."""
+
+    name: str = Field(max_length=100)
+    sha: str = Field(pattern=r"^[0-9a-f]{7,64}$")
+    dirty: bool = False
+    base: str = Field(max_length=20)
+
+
+class ImageFingerprint(Received):
+    """A service's container image: its id, and its registry digest when it has one."""
+
+    id: str = Field(max_length=200)
+    digest: str = Field(default="", max_length=300)
+
+
+class ArtifactRef(Received):
+    """A file a case left, uploaded as a blob of the job's workspace before the result."""
+
+    path: str = Field(min_length=1, max_length=MAX_ARTIFACT_PATH_CHARS)
+    sha256: Sha256
+    size: int = Field(ge=0)
+    media_type: MediaType = "application/octet-stream"
+
+    @field_validator("path")
+    @classmethod
+    def _inside(cls, path: str) -> str:
+        try:
+            normal = check_case_path(path)
+        except CasePathError as exc:
+            raise ValueError(str(exc)) from exc
+        if not normal or normal != path:
+            raise ValueError(f"artifact path {path!r} is not a plain relative path")
+        return path
 
 
 class Fingerprint(Received):
@@ -34,6 +75,11 @@ class Fingerprint(Received):
     harness_digest: str = Field(default="", max_length=64)
     tools: dict[ToolName, ToolVersion] = Field(
         default_factory=dict, max_length=MAX_FINGERPRINT_TOOLS
+    )
+    # Protocol 3: the repo state, and each service's image by service name.
+    repo: RepoFingerprint | None = Field(default=None, exclude_if=lambda v: v is None)
+    images: dict[ToolName, ImageFingerprint] | None = Field(
+        default=None, exclude_if=lambda v: v is None, max_length=16
     )
 
 
@@ -50,6 +96,10 @@ class CaseResult(Received):
         default_factory=list, max_length=MAX_LOG_TAIL_LINES
     )
     fingerprint: Fingerprint = Field(default_factory=Fingerprint)
+    # Protocol 3: the files it left, each a blob the server must already hold.
+    artifacts: list[ArtifactRef] | None = Field(
+        default=None, exclude_if=lambda v: v is None, max_length=MAX_ARTIFACTS_PER_RESULT
+    )
 
     @model_validator(mode="after")
     def _bounded(self) -> CaseResult:
@@ -59,6 +109,9 @@ class CaseResult(Received):
             raise ValueError(f"stderr_tail exceeds {MAX_STDERR_TAIL_BYTES} bytes")
         if self.usage is not None and len(repr(self.usage)) > 16 * 1024:
             raise ValueError("usage exceeds 16 KiB")
+        paths = [artifact.path for artifact in self.artifacts or []]
+        if len(set(paths)) != len(paths):
+            raise ValueError("artifacts name the same path twice")
         return self
 
 

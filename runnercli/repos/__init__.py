@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from runnercli.protocol.names import (
+    REPO_CAPABILITY_PREFIX,
+    RepoNameError,
+    check_repo_name,
+    repo_capability,
+)
 from runnercli.repos.diff import DIFF_ARTIFACT_PATH, DIFF_CUT_MARKER, DIFF_MEDIA_TYPE, repo_diff
 from runnercli.repos.leftovers import CASE_DIR_PREFIX
 from runnercli.repos.mapping import (
-    REPO_CAPABILITY_PREFIX,
     MappingError,
-    RepoNameError,
-    check_repo_name,
     repo_add,
     repo_capabilities,
-    repo_capability,
     repo_list,
     repo_path,
     repo_remove,

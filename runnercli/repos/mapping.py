@@ -12,57 +12,18 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 from runnercli.config import ConfigError, write_private
+from runnercli.protocol.names import check_repo_name, repo_capability
 from runnercli.repos.git import GitError, git_sync
 
 REPOS_KEY = "repos"
-REPO_CAPABILITY_PREFIX = "repo:"
-MAX_REPO_NAME_CHARS = 100
-# The grammar the server applies to a harness's `repo.name` too.
-REPO_NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]*/[a-z0-9][a-z0-9._-]*")
-REPO_NAME_FORM = "OWNER/NAME (lower case letters, digits, '.', '_' and '-')"
-
-
-class RepoNameError(ValueError):
-    """A repo name outside the grammar; the message says what is wrong with it."""
 
 
 class MappingError(Exception):
     """A mapping that cannot be made or read: not a checkout, a broken `repos` key."""
-
-
-def check_repo_name(name: str) -> str:
-    """Return `name` if it is a valid repo name; raise RepoNameError saying why not."""
-    problem = _name_problem(name)
-    if problem:
-        raise RepoNameError(f"repo name {name!r} {problem}; expected {REPO_NAME_FORM}")
-    return name
-
-
-def _name_problem(name: str) -> str | None:
-    if not name:
-        return "is empty"
-    if len(name) > MAX_REPO_NAME_CHARS:
-        return f"is longer than {MAX_REPO_NAME_CHARS} characters"
-    if any(char.isspace() for char in name):
-        return "contains white space"
-    if name != name.lower():
-        return "must be lower case"
-    if ".." in name:
-        return "may not contain '..'"
-    if name.count("/") != 1:
-        return "must have exactly one '/'"
-    if not REPO_NAME_RE.fullmatch(name):
-        return "has a part that is empty, starts with '.', '_' or '-', or holds other characters"
-    return None
-
-
-def repo_capability(name: str) -> str:
-    return REPO_CAPABILITY_PREFIX + name
 
 
 def repos_of(data: dict[str, Any]) -> dict[str, str]:

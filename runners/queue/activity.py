@@ -11,6 +11,7 @@ runner protects every job queued behind it, in any run and any workspace.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -77,6 +78,7 @@ def jobs_idle(now: datetime | None = None) -> QuerySet[RunnerJob]:
         runners_active(now)
         .filter(owner_id=OuterRef("owner_id"))
         .filter(Covers(F("capabilities"), OuterRef("required_capabilities")))
+        .filter(Covers(F("features"), OuterRef("needs_features")))
     )
     pinned_active = Exists(active.filter(pk=OuterRef("runner_id")))
     any_active = Exists(active)
@@ -91,15 +93,22 @@ def _clock(moment: datetime | None) -> str:
     return timezone.localtime(moment).strftime("%H:%M") if moment else "never"
 
 
-def absence(runner: Runner, needed: list[str], now: datetime | None = None) -> str:
-    """Why this runner did not take a job needing `needed`: offline, asleep (a lease it may
-    resume lapsed), paused, revoked, or lacking capabilities."""
+def absence(
+    runner: Runner, needed: list[str], now: datetime | None = None, features: Sequence[str] = ()
+) -> str:
+    """Why this runner did not take a job needing `needed` (and runner `features`): offline,
+    asleep (a lease it may resume lapsed), paused, revoked, lacking capabilities, or too old
+    for what the job uses."""
     now = now or timezone.now()
     if runner.revoked_at is not None:
         return "revoked"
     missing = sorted(set(needed) - set(runner.capabilities or []))
     if missing:
         return f"{'online' if runner.is_online else 'offline'} but lacks {', '.join(missing)}"
+    outdated = sorted(set(features) - set(runner.features or []))
+    if outdated:
+        state = "online" if runner.is_online else "offline"
+        return f"{state} but cannot run {', '.join(outdated)}: update the runner"
     lapsed = (
         RunnerJob.objects.filter(leased_by=runner, status=JobStatus.QUEUED)
         .exclude(leased_until=None)

@@ -24,6 +24,7 @@ _PARK_COLUMNS = (
     "batch_id",
     "payload",
     "required_capabilities",
+    "needs_features",
     "status",
     "lease_epoch",
     "attempts",
@@ -42,6 +43,7 @@ def jobs_park(
     shared: dict[str, Any],
     cases: Iterable[tuple[str, Any, int]],
     required_capabilities: list[str],
+    needs_features: list[str] = (),  # type: ignore[assignment]
     admit: int,
     max_attempts: int,
 ) -> int:
@@ -54,6 +56,7 @@ def jobs_park(
     now = timezone.now()
     batch = JobBatch.objects.create(payload=shared, created_at=now)
     capabilities = json.dumps(sorted(required_capabilities))
+    features = json.dumps(sorted(needs_features))
 
     def rows() -> Iterator[tuple[Any, ...]]:
         for seq, (key, case_input, repeat) in enumerate(cases):
@@ -68,6 +71,7 @@ def jobs_park(
                 batch.pk,
                 json.dumps({"repeat": repeat, "case": {"key": key, "input": case_input}}),
                 capabilities,
+                features,
                 JobStatus.QUEUED if queued else JobStatus.PENDING,
                 0,
                 0,

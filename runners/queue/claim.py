@@ -60,15 +60,20 @@ def job_lease(
     capabilities: Sequence[str] | None = None,
     status: str = "",
     max_jobs: int = 1,
+    features: tuple[int, Sequence[str]] | None = None,
 ) -> list[LeasedJob]:
     """Claim up to `max_jobs` of the oldest claimable jobs for this runner, in one transaction.
 
     Each claim bumps the job's epoch, supersedes the attempt the job names if it is still
     executing, inserts the new executing attempt and points the job at it. All or nothing:
-    a claim whose ledger write fails rolls back and leaves the job claimable.
+    a claim whose ledger write fails rolls back and leaves the job claimable. `features` is
+    the `(protocol, features)` the runner reports now: a job needing a feature it lacks is
+    left for another.
     """
     if capabilities is not None:
         runner.update_capabilities(capabilities)
+    if features is not None:
+        runner.update_features(*features)
     runner_touch(runner=runner, status=status)
     limit = max(1, min(max_jobs, MAX_JOBS_PER_LEASE))
     with transaction.atomic():
@@ -98,7 +103,8 @@ def _claimable_filter(runner: Runner, now: datetime) -> Q:
 
 def _claimable(runner: Runner, limit: int) -> list[RunnerJob]:
     """The claim's candidates on SQLite, whose IMMEDIATE transaction already holds the single
-    write lock; it has no JSON containment, so capabilities are filtered here in batches."""
+    write lock; it has no JSON containment, so capabilities and features are filtered here in
+    batches."""
     base = (
         RunnerJob.objects.filter(_claimable_filter(runner, timezone.now()))
         .select_related("batch")
@@ -109,7 +115,11 @@ def _claimable(runner: Runner, limit: int) -> list[RunnerJob]:
     offset = 0
     while len(found) < limit:
         batch = list(base[offset : offset + _SQLITE_CANDIDATE_BATCH])
-        found.extend(j for j in batch if set(j.required_capabilities or []) <= have)
+        found.extend(
+            j
+            for j in batch
+            if set(j.required_capabilities or []) <= have and runner.has_features(j.needs_features)
+        )
         if len(batch) < _SQLITE_CANDIDATE_BATCH:
             break
         offset += _SQLITE_CANDIDATE_BATCH
@@ -129,6 +139,7 @@ def _claim_select(runner: Runner, limit: int) -> tuple[str, list[Any]]:
         " WHERE j.owner_id = %s AND j.status = %s"
         " AND (j.runner_id = %s OR j.runner_id IS NULL)"
         " AND j.required_capabilities <@ %s::jsonb"
+        " AND j.needs_features <@ %s::jsonb"
         " AND (j.attempts < j.max_attempts OR j.leased_by_id IS NULL)"
         f" AND EXISTS (SELECT 1 FROM {Runner._meta.db_table} r"
         " WHERE r.id = %s AND r.revoked_at IS NULL"
@@ -141,6 +152,7 @@ def _claim_select(runner: Runner, limit: int) -> tuple[str, list[Any]]:
         JobStatus.QUEUED,
         runner.pk,
         json.dumps(sorted(runner.capabilities or [])),
+        json.dumps(sorted(runner.features or [])),
         runner.pk,
         timezone.now(),
         limit,

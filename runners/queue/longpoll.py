@@ -61,13 +61,15 @@ async def job_lease_wait(
     status: str = "",
     wait_ms: int = 0,
     max_jobs: int = 1,
+    features: tuple[int, Sequence[str]] | None = None,
 ) -> list[LeasedJob]:
     """Long-poll: claim at once if a job is claimable, else park until woken or `wait_ms`.
 
     The claim happens only when about to answer; if the caller is cancelled, what it claimed
-    goes back to the queue instead of leaking a lease.
+    goes back to the queue instead of leaking a lease. `features` is the runner's
+    `(protocol, features)` now, stored by the first claim like its capabilities.
     """
-    poll = _poll(runner, capabilities, status, wait_ms, max_jobs)
+    poll = _poll(runner, capabilities, status, wait_ms, max_jobs, features)
     leased = await cancel_once(poll, undelivered=lambda grants: _give_back(runner, grants))
     metrics.LEASE_CALLS.labels(outcome="job" if leased else "empty").inc()
     return leased
@@ -94,8 +96,15 @@ async def _whole(claiming: Awaitable[list[LeasedJob]]) -> list[LeasedJob]:
         raise
 
 
-def _nothing_to_claim(runner: Runner, capabilities: Sequence[str] | None) -> bool:
+def _nothing_to_claim(
+    runner: Runner,
+    capabilities: Sequence[str] | None,
+    features: tuple[int, Sequence[str]] | None,
+) -> bool:
     unchanged = capabilities is None or sorted(set(capabilities)) == list(runner.capabilities or [])
+    if features is not None:
+        # Only the features decide what it may claim (its protocol is stored by `hello`).
+        unchanged = unchanged and sorted(set(features[1])) == list(runner.features or [])
     return unchanged and wakeup.hub.known_empty(runner.owner_id)
 
 
@@ -105,6 +114,7 @@ async def _poll(
     status: str,
     wait_ms: int,
     max_jobs: int,
+    features: tuple[int, Sequence[str]] | None,
 ) -> list[LeasedJob]:
     deadline = time.monotonic() + max(0, min(wait_ms, MAX_WAIT_MS)) / 1000
     wakeup.ensure_started()
@@ -116,7 +126,7 @@ async def _poll(
         # A fresh waiter each round, registered before the claim: a dispatch committing
         # while the claim runs sets this round's event and is never lost.
         with wakeup.hub.waiting(runner.owner_id) as waiter:
-            if first and _nothing_to_claim(runner, capabilities):
+            if first and _nothing_to_claim(runner, capabilities, features):
                 # The process's last re-check found none of the owner's jobs queued and no
                 # wake-up came since: park at once (presence still counts).
                 metrics.CLAIMS.labels(found="skipped").inc()
@@ -128,7 +138,11 @@ async def _poll(
             else:
                 leased = await _whole(
                     claim(
-                        runner=runner, capabilities=capabilities, status=status, max_jobs=max_jobs
+                        runner=runner,
+                        capabilities=capabilities,
+                        status=status,
+                        max_jobs=max_jobs,
+                        features=features,
                     )
                 )
             first = False
@@ -136,7 +150,7 @@ async def _poll(
             if leased or remaining <= 0:
                 return leased
             # Later rounds only re-check; the capabilities were stored by the first.
-            capabilities = None
+            capabilities = features = None
             # Parked: woken by a dispatch, a notification or the process's re-check task.
             # Nothing woke it by the deadline: answer empty; the runner's next poll claims.
             if not await waiter.wait(remaining):

@@ -3,13 +3,14 @@ behind the pages, and the runtimes a member may choose."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, Q, QuerySet
 
 from core.errors import Invalid, NotFound
+from runnercli.protocol import REPO_CAPABILITY_PREFIX
 from runners.models import JobLogLine, Runner
 from runners.presence import runner_statuses, status_severity
 from scorecards.models import Run, RunStatus, Verdict
@@ -131,6 +132,9 @@ class RuntimeChoice:
     online: bool
     status: str
     missing: list[str]
+    features: list[str] = field(default_factory=list)
+    # The runner features the harness needs that this runner lacks (it must be updated).
+    outdated: list[str] = field(default_factory=list)
 
     @property
     def severity(self) -> str:
@@ -138,15 +142,35 @@ class RuntimeChoice:
 
     @property
     def disabled(self) -> bool:
-        return bool(self.missing)
+        return bool(self.missing or self.outdated)
+
+    @property
+    def reason(self) -> str:
+        """Why the form greys it out, saying what fixes it."""
+        return runtime_refusal(self.missing, self.outdated)
 
 
-def runtime_choices(*, user: User, capabilities: list[str]) -> list[RuntimeChoice]:
+def runtime_refusal(missing: list[str], outdated: list[str]) -> str:
+    """`lacks docker`, `map the repo: python -m runnercli repo add acme/app PATH`, `update
+    the runner: it cannot run repo` — what keeps a runner from a harness, or ""."""
+    repos = [c.removeprefix(REPO_CAPABILITY_PREFIX) for c in missing if c.startswith("repo:")]
+    others = [c for c in missing if not c.startswith("repo:")]
+    parts = [f"lacks {', '.join(others)}"] if others else []
+    parts += [f"map the repo: python -m runnercli repo add {name} PATH" for name in repos]
+    if outdated:
+        parts.append(f"update the runner: it cannot run {', '.join(outdated)}")
+    return "; ".join(parts)
+
+
+def runtime_choices(
+    *, user: User, capabilities: list[str], features: list[str] | None = None
+) -> list[RuntimeChoice]:
     """My active runners as runtimes, then "any of my runners"; those lacking `capabilities`
-    carry what they miss (the form greys them out; dispatch would refuse them anyway)."""
+    or the runner `features` the harness needs carry what they miss (the form greys them
+    out, saying what fixes it; dispatch would refuse them anyway)."""
     runners = list(Runner.objects.owned_by(user).active())
     statuses = runner_statuses([r.pk for r in runners])
-    needed = set(capabilities)
+    needed, wanted = set(capabilities), set(features or [])
     choices = [
         RuntimeChoice(
             value=f"self:{r.pk}",
@@ -155,21 +179,35 @@ def runtime_choices(*, user: User, capabilities: list[str]) -> list[RuntimeChoic
             online=r.is_online,
             status=statuses.get(r.pk, ""),
             missing=sorted(needed - set(r.capabilities or [])),
+            features=sorted(r.features or []),
+            outdated=sorted(wanted - set(r.features or [])),
         )
         for r in runners
     ]
-    capable = [c for c in choices if not c.missing]
-    choices.append(
-        RuntimeChoice(
-            value=RUNTIME_ANY,
-            label="Any of my runners",
-            capabilities=[],
-            online=any(c.online for c in capable),
-            status="",
-            missing=[] if capable else sorted(needed) or ["a paired runner"],
-        )
-    )
+    choices.append(_any_choice(choices, needed, wanted))
     return choices
+
+
+def _any_choice(mine: list[RuntimeChoice], needed: set[str], wanted: set[str]) -> RuntimeChoice:
+    """ "Any of my runners": usable when one of them is; otherwise what they all lack."""
+    able = [c for c in mine if not c.disabled]
+    missing: list[str] = []
+    outdated: list[str] = []
+    if not mine:
+        missing = ["a paired runner"]
+    elif not able and any(not c.missing for c in mine):
+        outdated = sorted(wanted)
+    elif not able:
+        missing = sorted(needed)
+    return RuntimeChoice(
+        value=RUNTIME_ANY,
+        label="Any of my runners",
+        capabilities=[],
+        online=any(c.online for c in able),
+        status="",
+        missing=missing,
+        outdated=outdated,
+    )
 
 
 def run_baseline(run: Run) -> Run | None:

@@ -16,7 +16,12 @@ from django.utils import timezone
 from pydantic import ValidationError
 
 from core.errors import Forbidden, Invalid, NotFound, QuotaExceeded
-from runnercli.protocol import HarnessSpec, harness_digest
+from runnercli.protocol import (
+    REPO_CAPABILITY_PREFIX,
+    HarnessSpec,
+    harness_digest,
+    spec_features,
+)
 from runners import queue
 from runners.models import Runner
 from scorecards.models import (
@@ -44,6 +49,7 @@ RUNTIME_RE = re.compile(r"^self:(any|[0-9]{1,18})$")
 MAX_CONCURRENCY = 256
 MAX_REPEATS = 20
 MAX_METADATA_BYTES = 4096
+GIT_SHA_RE = re.compile(r"[0-9a-fA-F]{7,40}")
 OFFLINE_HINT = "start it with `python -m runnercli run`"
 
 
@@ -62,11 +68,14 @@ def _parse_runtime(runtime: str) -> str:
     return match.group(1)
 
 
-def runtime_resolve(*, user: User, runtime: str, capabilities: list[str]) -> Target:
+def runtime_resolve(
+    *, user: User, runtime: str, capabilities: list[str], features: Sequence[str] = ()
+) -> Target:
     """Resolve a runtime against the submitter's own runners, never anyone else's.
 
     Someone else's runner id is NotFound even for a workspace admin; no runner is
-    NotFound; none with the harness's capabilities is Invalid. Offline is not an error.
+    NotFound; none with the harness's capabilities, or none able to run what it uses (its
+    runner `features`), is Invalid, saying what fixes it. Offline is not an error.
     """
     which = _parse_runtime(runtime)
     mine = Runner.objects.owned_by(user).active()
@@ -76,17 +85,37 @@ def runtime_resolve(*, user: User, runtime: str, capabilities: list[str]) -> Tar
             raise NotFound("You have no runners: pair one on your account page first.")
         capable = [r for r in candidates if r.has_capabilities(capabilities)]
         if not capable:
-            raise Invalid(
-                {"runtime": [f"None of your runners has the capabilities {capabilities}."]}
-            )
-        return Target(runner=None, candidates=capable)
+            held = set().union(*(r.capabilities or [] for r in candidates))
+            lacked = sorted(set(capabilities) - held)
+            raise Invalid({"runtime": [_lacking(None, capabilities, lacked)]})
+        able = [r for r in capable if r.has_features(features)]
+        if not able:
+            raise Invalid({"runtime": [_outdated(capable[0], features)]})
+        return Target(runner=None, candidates=able)
     runner = mine.filter(pk=int(which)).first()
     if runner is None:
         raise NotFound(f"Runner {which} not found among your runners.")
     missing = sorted(set(capabilities) - set(runner.capabilities or []))
     if missing:
-        raise Invalid({"runtime": [f"Runner {runner.label!r} lacks the capabilities {missing}."]})
+        raise Invalid({"runtime": [_lacking(runner, capabilities, missing)]})
+    if not runner.has_features(features):
+        raise Invalid({"runtime": [_outdated(runner, features)]})
     return Target(runner=runner, candidates=[runner])
+
+
+def _lacking(runner: Runner | None, needed: list[str], missing: list[str]) -> str:
+    """Why no runner may take the harness's jobs, and the command that fixes a missing repo."""
+    who = f"Runner {runner.label!r} lacks" if runner else "None of your runners has"
+    text = f"{who} the capabilities {missing if runner else needed}."
+    repos = [c.removeprefix(REPO_CAPABILITY_PREFIX) for c in missing if c.startswith("repo:")]
+    for name in repos:
+        text += f" Map the repo on the machine: `python -m runnercli repo add {name} PATH`."
+    return text
+
+
+def _outdated(runner: Runner, features: Sequence[str]) -> str:
+    lacking = ", ".join(sorted(set(features) - set(runner.features or [])))
+    return f"update the runner on {runner.label}: it cannot run {lacking}"
 
 
 def _membership_locking_workspace(*, user: User, slug: str) -> Membership:
@@ -157,7 +186,13 @@ def run_start(
             dataset_version=dataset_version,
         )
         spec = _runnable_spec(hv)
-        target = runtime_resolve(user=user, runtime=runtime, capabilities=spec.capabilities)
+        _check_repo_ref(spec, metadata)
+        target = runtime_resolve(
+            user=user,
+            runtime=runtime,
+            capabilities=spec.required_capabilities(),
+            features=spec_features(spec),
+        )
         now = timezone.now()
         _check_quota(workspace, now)
         run = Run.objects.create(
@@ -206,6 +241,22 @@ def _check_metadata(metadata: Any) -> None:
         )
 
 
+def _check_repo_ref(spec: HarnessSpec, metadata: dict[str, Any] | None) -> None:
+    """A harness whose cases run at the run's commit needs that commit in the metadata."""
+    if spec.repo is None or spec.repo.ref != "run":
+        return
+    sha = (metadata or {}).get("git_sha")
+    if not isinstance(sha, str) or not GIT_SHA_RE.fullmatch(sha):
+        raise Invalid(
+            {
+                "metadata": [
+                    f"The harness runs each case at the run's commit (repo.ref: run): give "
+                    f'metadata {{"git_sha": "<commit>"}} (7-40 hex digits), not {sha!r}.'
+                ]
+            }
+        )
+
+
 def _jobs_text(jobs: int, repeats: int) -> str:
     if repeats == 1:
         return f"{jobs} cases"
@@ -243,9 +294,11 @@ def _park_jobs(run: Run, spec: HarnessSpec, target: Target, case_keys: Sequence[
             "author": author.get_username() if author else "",
             "spec": run.harness.spec,
         },
-        "capabilities": spec.capabilities,
+        "capabilities": spec.required_capabilities(),
         "timeout_s": spec.timeout_s,
     }
+    if spec.repo is not None and spec.repo.ref == "run":
+        shared["git_sha"] = run.metadata["git_sha"]
     # Read in full first: on PostgreSQL the jobs are written with COPY, and a connection
     # cannot read from a server-side cursor while a COPY is in progress.
     chosen = Case.objects.filter(dataset=run.dataset)
@@ -260,7 +313,8 @@ def _park_jobs(run: Run, spec: HarnessSpec, target: Target, case_keys: Sequence[
         cases=[
             (key, case_input, repeat) for repeat in range(run.repeats) for key, case_input in cases
         ],
-        required_capabilities=spec.capabilities,
+        required_capabilities=spec.required_capabilities(),
+        needs_features=spec_features(spec),
         admit=run.concurrency,
         max_attempts=settings.EVERDICT_MAX_ATTEMPTS,
     )

@@ -111,13 +111,16 @@ def _settle_lapsed_lease(run: Run, job_id: int) -> None:
 def _no_runner_message(run: Run, job: RunnerJob) -> str:
     waited = settings.EVERDICT_QUEUE_IDLE_TIMEOUT_S
     needed = list(job.required_capabilities or [])
+    features = list(job.needs_features or [])
     if run.runner is not None:
-        why = queue.absence(run.runner, needed)
+        why = queue.absence(run.runner, needed, features=features)
         who = f"runner {run.runner.label} (#{run.runner.pk}) was {why}"
     else:
         owner = run.submitted_by.get_username()
         runners = list(Runner.objects.owned_by(run.submitted_by).active())
-        listed = "; ".join(f"{r.label} (#{r.pk}) {queue.absence(r, needed)}" for r in runners)
+        listed = "; ".join(
+            f"{r.label} (#{r.pk}) {queue.absence(r, needed, features=features)}" for r in runners
+        )
         who = f"none of {owner}'s runners that could take it was active: {listed or 'none paired'}"
     return f"no_runner: no runner took this case and none was active for {waited}s — {who}"
 

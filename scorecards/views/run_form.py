@@ -71,6 +71,7 @@ def _version_options(histories: list[VersionHistory], selected: str) -> list[dic
                     "value": value,
                     "label": f"{version}" + (" (latest)" if i == 0 else ""),
                     "capabilities": " ".join(getattr(version, "capabilities", [])),
+                    "features": " ".join(getattr(version, "features", [])),
                     "selected": value == selected,
                 }
             )
@@ -87,7 +88,11 @@ def _render_run_form(
     dataset_versions = dataset_histories(user=user, workspace_slug=slug)
     harness_value = data.get("harness") or (harness_versions[0].name if harness_versions else "")
     chosen = _selected(harness_versions, harness_value)
-    runtimes = runtime_choices(user=user, capabilities=chosen.capabilities if chosen else [])
+    runtimes = runtime_choices(
+        user=user,
+        capabilities=chosen.capabilities if chosen else [],
+        features=chosen.features if chosen else [],
+    )
     runtime_value = data.get("runtime") or next(
         (c.value for c in runtimes if not c.disabled and c.online),
         next((c.value for c in runtimes if not c.disabled), ""),

@@ -280,6 +280,13 @@ def test_hello_reports_the_limits_the_tools_enforce(
         "max_bytes_per_call": 4 * 1024 * 1024,
         "max_log_lines_per_call": MAX_LOG_LINES_PER_CALL,
         "max_wait_ms": 55_000,
+        "max_blob_chunk_bytes": 1024 * 1024,
+        "max_artifact_bytes": 10 * 1024 * 1024,
+        "max_case_artifact_bytes": 50 * 1024 * 1024,
+        "screen_interval_ms": 1000,
+        "max_screen_bytes": 512 * 1024,
+        "max_trace_events": 20_000,
+        "max_trace_bytes": 16 * 1024 * 1024,
     }
     at_most = {"protocol": PROTOCOL_VERSION, "max_jobs": limits["max_jobs_per_lease"]}
     assert not call(field.url, token, "lease_job", at_most).is_error

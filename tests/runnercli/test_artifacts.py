@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runnercli.artifacts import GlobError, check_globs, collect
+from runnercli.artifacts import collect
+from runnercli.protocol.names import GlobError, check_globs
 
 MiB = 1 << 20
 

@@ -1,0 +1,9 @@
+"""The protocol-3 features this runner implements, declared in every `hello` and `lease_job`.
+
+A feature is listed here once the runner really does it (a stage of the case pipeline, or
+a part of the loop); the server leases a job needing a feature only to a runner declaring it.
+"""
+
+from __future__ import annotations
+
+RUNNER_FEATURES: tuple[str, ...] = ()

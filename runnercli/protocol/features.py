@@ -1,0 +1,38 @@
+"""Runner features: what a runner of protocol 3 can do beyond protocol 2, and what a job needs.
+
+A runner declares the features it implements in `hello` and `lease_job`; the server stores
+them, and leases a job only to a runner with every feature the job needs. So each feature
+ships on its own, and a runner without it keeps serving the harnesses that do not use it —
+it never receives a spec key it cannot parse.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+from runnercli.protocol.spec import STREAM_OUTPUTS, HarnessSpec
+
+Feature = Literal["repo", "artifacts", "trace", "screens", "services", "judge", "slots", "files"]
+FEATURES: tuple[str, ...] = get_args(Feature)
+MAX_FEATURES = 32
+
+
+def spec_features(spec: HarnessSpec) -> list[str]:
+    """The features a runner needs to run a case of this harness: one per protocol-3 key it
+    sets (`repo`, `artifacts`, a streamed `output` → `trace`, `services`, `slots`)."""
+    needed = []
+    if spec.repo is not None:
+        needed.append("repo")
+    if spec.artifacts is not None:
+        needed.append("artifacts")
+    if spec.output in STREAM_OUTPUTS:
+        needed.append("trace")
+    if spec.services is not None:
+        needed.append("services")
+    if spec.slots is not None:
+        needed.append("slots")
+    return sorted(needed)
+
+
+# What a judge job (`kind: judge`) needs, whatever its harness.
+JUDGE_FEATURES = ["judge"]

@@ -1,0 +1,82 @@
+"""The case's world on the wire (protocol 3): blobs, screens and the fs rendezvous.
+
+Every call here is fenced by `(job_id, lease_epoch)` like a result: only the lease's current
+holder may upload for a job, report its screen, or answer a request for its files.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+from runnercli.protocol.limits import MAX_FS_ENTRIES
+from runnercli.protocol.received import Received
+from runnercli.protocol.replies import Ack
+from runnercli.protocol.results import MediaType, Sha256
+
+
+class JobFence(Received):
+    """A job and the epoch of the lease its caller holds."""
+
+    job_id: int
+    lease_epoch: int
+
+
+class BlobHoldings(BaseModel):
+    """The reply to `have_blobs`: which of the asked blobs the job's workspace lacks, and
+    how many bytes of an unfinished upload it already holds (to resume from)."""
+
+    missing: list[str] = Field(default_factory=list)
+    partial: dict[str, int] = Field(default_factory=dict)
+
+
+class BlobAck(Ack):
+    """The reply to `put_blob`: `stored` is how many bytes of the blob the server holds now
+    (its whole size once `final` was accepted)."""
+
+    stored: int = 0
+
+
+class TraceAck(Ack):
+    """The reply to `report_case_trace`: the highest `seq` stored so far for the attempt."""
+
+    last_seq: int = -1
+
+
+FsOp = Literal["list", "read"]
+
+
+class FsRequest(BaseModel):
+    """A member's request for a running case's files, for the runner holding its lease."""
+
+    request_id: str
+    job_id: int
+    op: FsOp
+    path: str = ""
+
+
+class FsRequests(BaseModel):
+    """The reply to `poll_case_fs_requests` (empty when its wait ran out)."""
+
+    requests: list[FsRequest] = Field(default_factory=list)
+
+
+class FsEntry(Received):
+    """One entry of a directory listing: a path relative to the case's directory."""
+
+    path: str = Field(max_length=1024)
+    size: int = Field(ge=0)
+    kind: Literal["file", "dir", "symlink", "other"]
+    mtime: float = 0.0
+
+
+FsEntries = Annotated[list[FsEntry], Field(max_length=MAX_FS_ENTRIES)]
+
+
+class BlobRef(Received):
+    """A file's content, uploaded as a blob of the job's workspace before the answer."""
+
+    sha256: Sha256
+    size: int = Field(ge=0)
+    media_type: MediaType = "application/octet-stream"
