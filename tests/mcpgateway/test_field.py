@@ -30,7 +30,7 @@ from runnercli.protocol import (
 from runners.models import AttemptStatus, JobAttempt, JobStatus, Runner, RunnerJob
 from scorecards.models import CaseResult as CaseResultRow
 from scorecards.services import dataset_create, harness_create, scheduler_expire_one_lease
-from tests.live import LiveServer
+from tests.live import LiveServer, metric, wait_metric
 from tests.mcpgateway.conftest import live_server_fixtures
 from tests.mcpgateway.mcp_client import call, error_text, rest, session, structured
 from tests.suites import ECHO_SPEC, suite
@@ -256,9 +256,11 @@ def test_a_catastrophic_regex_is_graded_while_another_users_call_is_answered(
             reply = await client.call_tool("submit_job_result", {**fence, "result": result})
             acks.append(structured(reply))
 
+    gradings = metric(field.url, "everdict_gradings_started_total")
     grading = threading.Thread(target=lambda: asyncio.run(submit()), daemon=True)
     grading.start()
-    time.sleep(0.2)
+    # The server has begun grading the output: a backtracking engine would be at it for hours.
+    wait_metric(field.url, "everdict_gradings_started_total", gradings + 1)
     # A generous bound: a server stalled by a backtracking engine answers in hours, not this.
     status, runners = rest(field.url, "GET", "/api/runners", bobs_key, timeout=20)
     grading.join(60)
