@@ -20,13 +20,7 @@ import pytest
 from django.db import connection
 
 from accounts.services import api_key_create
-from runnercli.protocol import (
-    MAX_JOBS_PER_LEASE,
-    MAX_LOG_LINES_PER_CALL,
-    MAX_RESULTS_PER_CALL,
-    PROTOCOL_VERSION,
-    ToolFailure,
-)
+from runnercli.protocol import PROTOCOL_VERSION, ToolFailure
 from runners.models import AttemptStatus, JobAttempt, JobStatus, Runner, RunnerJob
 from scorecards.models import CaseResult as CaseResultRow
 from scorecards.services import dataset_create, harness_create, scheduler_expire_one_lease
@@ -276,11 +270,12 @@ def test_hello_reports_the_limits_the_tools_enforce(
 ) -> None:
     token = pair(field, key)["token"]
     limits = structured(call(field.url, token, "hello", {"protocol": PROTOCOL_VERSION}))["limits"]
+    # The contract's values, written here: then each is tried at and past its bound.
     assert limits == {
-        "max_jobs_per_lease": MAX_JOBS_PER_LEASE,
-        "max_results_per_call": MAX_RESULTS_PER_CALL,
+        "max_jobs_per_lease": 32,
+        "max_results_per_call": 32,
         "max_bytes_per_call": 4 * 1024 * 1024,
-        "max_log_lines_per_call": MAX_LOG_LINES_PER_CALL,
+        "max_log_lines_per_call": 500,
         "max_wait_ms": 55_000,
     }
     at_most = {"protocol": PROTOCOL_VERSION, "max_jobs": limits["max_jobs_per_lease"]}

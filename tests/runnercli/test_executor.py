@@ -20,17 +20,15 @@ from runnercli.executor import (
     render_argv,
     run_case,
 )
-from runnercli.protocol import (
-    MAX_LOG_LINE_BYTES,
-    MAX_OUTPUT_BYTES,
-    MAX_STDERR_TAIL_BYTES,
-    CaseJob,
-    CaseRef,
-    CaseResult,
-)
+from runnercli.protocol import CaseJob, CaseRef, CaseResult
 from tests.runnercli.conftest import make_job
 
 Script = Callable[[str], list[str]]
+
+# The contract's bounds, written here rather than read from the code under test.
+MAX_OUTPUT_BYTES = 1024 * 1024
+MAX_STDERR_TAIL_BYTES = 64 * 1024
+MAX_LOG_LINE_BYTES = 8 * 1024
 
 
 def run(job: CaseJob, **kwargs: Any) -> tuple[CaseResult, list[str]]:
