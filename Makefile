@@ -18,12 +18,20 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
+# What a failed install of a test dependency does: with its REQUIRE_ variable set (CI: the
+# tests would fail instead of skipping) it stops the build; otherwise its tests are skipped.
+# $(call failed_install,VARIABLE,what could not be installed,which tests are skipped)
+failed_install = case "$${$(1):-0}" in \
+	0) echo "$(2) could not be installed: $(3) will be skipped";; \
+	*) echo "$(2) could not be installed and $(1) is set"; exit 1;; esac
+
 # Debian's chromium for the browser tests (never a downloaded browser build).
 browser-deps:
 	@command -v chromium >/dev/null 2>&1 || { \
 		echo "Installing Debian's chromium for the browser tests"; \
-		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-		|| echo "chromium could not be installed: browser tests will be skipped"; }
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+		&& command -v chromium >/dev/null; } \
+		|| { $(call failed_install,REQUIRE_CHROMIUM,chromium,the browser tests); }
 
 # Debian's systemd for `systemd-analyze verify` of the runner's service unit (never run as init).
 systemd-deps:
@@ -34,11 +42,12 @@ systemd-deps:
 
 # Node 22 and the MCP Inspector, under var/node (not global), for the third-party MCP check.
 node-deps:
-	@test -x var/node/node_modules/.bin/mcp-inspector || { \
+	@{ test -x var/node/node_modules/.bin/mcp-inspector && test -x var/node/node_modules/.bin/node; } || { \
 		mkdir -p var/node && cd var/node && \
 		( test -f package.json || echo '{"private": true}' > package.json ) && \
-		npm install --silent --no-audit --no-fund node@22 @modelcontextprotocol/inspector@latest >/dev/null 2>&1 \
-		|| echo "MCP Inspector could not be installed: its test will be skipped"; }
+		npm install --loglevel=error --no-audit --no-fund node@22 @modelcontextprotocol/inspector@latest >/dev/null \
+		&& test -x node_modules/.bin/mcp-inspector && test -x node_modules/.bin/node; } \
+		|| { $(call failed_install,REQUIRE_INSPECTOR,the MCP Inspector,its test); }
 
 # The OpenID provider the sign-in tests start (npm's oidc-provider, under var/node). Unlike
 # node-deps a failed install fails: CI sets REQUIRE_OIDC and must not pass without it.

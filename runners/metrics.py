@@ -34,6 +34,9 @@ RECHECKS = Counter(
     "everdict_wake_rechecks", "Periodic re-checks of the owners with parked long-polls."
 )
 SETTLED = Counter("everdict_jobs_settled", "Jobs that reached a terminal state.", ["status"])
+GRADINGS = Counter(
+    "everdict_gradings_started", "Reported outputs handed to their grader, counted as it starts."
+)
 RESUMES = Counter(
     "everdict_resumes", "Lapsed leases taken back by their holder (a runner that slept)."
 )

@@ -21,6 +21,16 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.DATABASES["default"].get("OPTIONS", {}).pop("pool", None)
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Before the test's fixtures start servers for it: a test needing a program this machine
+    # lacks is skipped, or fails when CI requires the program (tests/required.py).
+    from tests.required import NEEDS, skip_or_fail
+
+    for marker, (problem, variable) in NEEDS.items():
+        if item.get_closest_marker(marker) is not None:
+            skip_or_fail(problem(), variable)
+
+
 @pytest.fixture(autouse=True)
 def _fast_password_hashing(settings: Any) -> None:
     # Fixture users are created per test; the production hasher is slow by design.

@@ -71,6 +71,69 @@ def rest(
             return exc.code, raw.decode(errors="replace")
 
 
+def scrape(base_url: str, timeout: float = 10) -> dict[str, float]:
+    """A server's /metrics: each sample, named with its labels as printed, to its value."""
+    with urllib.request.urlopen(f"{base_url}/metrics", timeout=timeout) as response:
+        text = response.read().decode()
+    lines = (line for line in text.splitlines() if line and not line.startswith("#"))
+    samples = (line.rsplit(" ", 1) for line in lines)
+    return {name: float(value) for name, value in samples}
+
+
+def metric(base_url: str, sample: str) -> float:
+    """One sample of a server's /metrics (0 when not yet counted)."""
+    return scrape(base_url).get(sample, 0.0)
+
+
+def wait_metric(base_url: str, sample: str, at_least: float, timeout: float = 15) -> float:
+    """Wait until a sample of a server's /metrics reaches `at_least`; return it."""
+    deadline = time.monotonic() + timeout
+    while (value := metric(base_url, sample)) < at_least:
+        assert time.monotonic() < deadline, (
+            f"{sample} is {value:g} after {timeout}s, not {at_least:g}"
+        )
+        time.sleep(0.05)
+    return value
+
+
+# A long-poll's first round that found nothing to claim, or skipped its claim because the
+# process's last re-check found its owner with nothing queued.
+EMPTY_ROUNDS = ('everdict_claims_total{found="no"}', 'everdict_claims_total{found="skipped"}')
+
+
+class ParkedPolls:
+    """Evidence from a server (its /metrics) that the long-polls started since have parked.
+
+    A poll is counted among the process's parked polls before its first round looks at the
+    queue (so a dispatch committing meanwhile still wakes it). Once that round has come back
+    empty too, a job dispatched from then on can reach the poll only by waking it: a test of
+    the wake-up waits for both, not for a while, before it dispatches.
+    """
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.empty_rounds = self._empty_rounds(scrape(base_url))
+
+    @staticmethod
+    def _empty_rounds(samples: dict[str, float]) -> float:
+        return sum(samples.get(sample, 0.0) for sample in EMPTY_ROUNDS)
+
+    def wait(self, polls: int = 1, timeout: float = 15) -> None:
+        """Wait until `polls` more first rounds came back empty and as many polls are parked."""
+        deadline = time.monotonic() + timeout
+        while True:
+            samples = scrape(self.base_url)
+            empty = self._empty_rounds(samples) - self.empty_rounds
+            parked = samples.get("everdict_parked_long_polls", 0.0)
+            if empty >= polls and parked >= polls:
+                return
+            assert time.monotonic() < deadline, (
+                f"{polls} long-poll(s) not parked after {timeout}s: {empty:g} empty first"
+                f" round(s) since, {parked:g} parked"
+            )
+            time.sleep(0.05)
+
+
 class LiveServer:
     def __init__(self, proc: Proc, port: int) -> None:
         self.proc = proc

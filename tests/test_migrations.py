@@ -64,7 +64,7 @@ def _seed(old: Any) -> dict[str, int]:
     return {"user": user.pk, "key": key.pk, "runner": runner.pk, "run": run.pk}
 
 
-def test_a_database_from_before_the_move_migrates_forward_and_keeps_its_rows() -> None:
+def test_migrate_moves_api_keys_from_everdict_to_accounts_keeping_users_runners_and_runs() -> None:
     latest = _latest()
     try:
         ids = _seed(_migrate(BEFORE))

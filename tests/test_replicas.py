@@ -28,7 +28,7 @@ from accounts.services import api_key_create
 from runnercli.client import RunnerClient
 from runnercli.protocol import CaseResult
 from runners.services import runner_pair
-from tests.live import require_postgres_and_redis
+from tests.live import ParkedPolls, require_postgres_and_redis
 from tests.suites import start, suite
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)]
@@ -74,10 +74,12 @@ def test_a_runner_long_polling_replica_a_gets_a_job_dispatched_through_replica_b
             first = await runner.lease_job(wait_ms=0, capabilities=["python"], status="idle")
             assert first.job is None
             await asyncio.sleep(0.5)
+            parking = await asyncio.to_thread(ParkedPolls, a)
             poll = asyncio.create_task(
                 runner.lease_job(wait_ms=20_000, capabilities=["python"], status="idle")
             )
-            await asyncio.sleep(0.5)  # parked on A
+            # Parked on A, its first round empty: only a wake-up can bring it the job.
+            await asyncio.to_thread(parking.wait)
             assert not poll.done()
             run = await asyncio.to_thread(
                 ok,

@@ -16,6 +16,7 @@ from typing import Any
 from django.conf import settings
 
 from runnercli.protocol import CaseResult, HarnessSpec, ResultReport
+from runners import metrics
 from runners.models import Runner, RunnerJob
 from scorecards import scoring
 from scorecards.models import Case
@@ -65,6 +66,7 @@ def grade_reports(*, runner: Runner, reports: Sequence[ResultReport]) -> dict[in
             continue
         case = cases.get((runs[job.run_id].dataset_id, job.case_key))
         if case is not None:
+            metrics.GRADINGS.inc()
             graded[job.pk] = grade_one(specs[job.run_id], case, report.result)
     return graded
 

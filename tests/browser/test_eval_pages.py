@@ -20,17 +20,12 @@ from accounts.services import api_key_create
 from everdict.demo import CASES, harness_spec
 from runners.services import runner_pair
 from scorecards.services import dataset_create, harness_create
-from tests.browser.test_run_page import CHROMIUM, PHONE, Console, browser, log_in
+from tests.browser.test_run_page import PHONE, Console, browser, log_in
 from tests.live import daphne, rest, runner_cli
 
 __all__ = ["browser"]
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.once,
-    pytest.mark.e2e,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed"),
-]
+pytestmark = [pytest.mark.browser, pytest.mark.once, pytest.mark.e2e]
 SHAS = ("1111111aaaa", "2222222bbbb", "3333333cccc")
 
 

@@ -20,8 +20,8 @@ from everdict.demo import CASES, harness_spec
 from runners.services import runner_pair
 from scorecards.services import dataset_create, harness_create
 from tests.live import ROOT, daphne, runner_cli, scheduler
+from tests.required import CHROMIUM
 
-CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -33,15 +33,7 @@ CHROMIUM_ARGS = [
 PHONE = {"width": 375, "height": 740}
 TOKEN_RE = re.compile(r"rnr_[A-Za-z0-9_-]{20,}")
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.once,
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(),
-        reason="Debian's chromium is not installed at /usr/bin/chromium (run `make browser-deps`)",
-    ),
-]
+pytestmark = [pytest.mark.browser, pytest.mark.once, pytest.mark.e2e]
 
 
 @pytest.fixture

@@ -14,15 +14,12 @@ from allauth.socialaccount.models import SocialAccount
 from django.contrib.auth import get_user_model
 
 from everdict.processes import free_port
-from tests.browser.test_run_page import CHROMIUM, CHROMIUM_ARGS, Console
+from tests.browser.test_run_page import CHROMIUM_ARGS, Console
 from tests.live import LiveServer, daphne
 from tests.oidc import ALICE, oidc_provider
+from tests.required import CHROMIUM
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.e2e,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed"),
-]
+pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
 
 @contextmanager

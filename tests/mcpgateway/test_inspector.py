@@ -11,15 +11,12 @@ from typing import Any
 import pytest
 
 from accounts.services import api_key_create
-from tests.live import ROOT
+from tests.required import INSPECTOR, NODE
 from tests.suites import pair
 
 # The engine under the server does not change what this shows: one database pass runs it.
-pytestmark = [pytest.mark.e2e, pytest.mark.once]
-
-NODE_DIR = ROOT / "var" / "node"
-INSPECTOR = NODE_DIR / "node_modules" / ".bin" / "mcp-inspector"
-NODE = NODE_DIR / "node_modules" / ".bin" / "node"
+# Without the Inspector it is skipped, or fails under REQUIRE_INSPECTOR (tests/required.py).
+pytestmark = [pytest.mark.e2e, pytest.mark.once, pytest.mark.mcp_inspector]
 
 
 def inspector(tmp_path: Path, url: str, key: str, *args: str) -> Any:
@@ -54,10 +51,6 @@ def inspector(tmp_path: Path, url: str, key: str, *args: str) -> Any:
     return json.loads(done.stdout)
 
 
-@pytest.mark.skipif(
-    not (INSPECTOR.exists() and NODE.exists()),
-    reason="MCP Inspector not installed under var/node: run `make node-deps` (needs npm)",
-)
 def test_the_mcp_inspector_lists_the_tools_and_calls_list_runners(
     gateway: Any, alice: Any, tmp_path: Path
 ) -> None:

@@ -12,6 +12,7 @@ import pytest
 from accounts.services import api_key_create
 from runners.models import JobAttempt, JobLogLine, JobStatus, RunnerJob
 from scorecards.models import CaseResult as CaseResultRow
+from tests.live import ParkedPolls, metric
 from tests.mcpgateway.conftest import SLOW_RECHECK_S
 from tests.mcpgateway.mcp_client import acall, call, error_text, rest, session, structured
 from tests.suites import suite
@@ -108,12 +109,11 @@ def test_a_whole_job_runs_through_the_mcp_tools_alone(gateway: Any, alice: Any, 
     paired = pair_via_rest(gateway, key)
     token = paired["token"]
     wait_ms = 20_000
+    parking = ParkedPolls(gateway.url)
     poll = ParkedLease(gateway.url, token, wait_ms)
     poll.start()
-    give_up = time.monotonic() + 15
-    while not poll.asked_at and time.monotonic() < give_up:
-        time.sleep(0.05)
-    time.sleep(1.0)  # the poll is parked on an empty queue by now
+    # Its first round found the queue empty: from now on only a wake-up can bring it the job.
+    parking.wait()
     assert poll.reply is None and poll.asked_at
 
     dispatched_at = time.monotonic()
@@ -122,7 +122,7 @@ def test_a_whole_job_runs_through_the_mcp_tools_alone(gateway: Any, alice: Any, 
 
     # Woken by the dispatch itself: well before wait_ms and before any periodic re-check.
     assert poll.reply is not None
-    assert poll.asked_at < dispatched_at - 0.9
+    assert poll.asked_at < dispatched_at
     assert poll.answered_at - dispatched_at < 2.0
     assert poll.answered_at - poll.asked_at < min(wait_ms / 1000, SLOW_RECHECK_S) / 2
     job, lease_ = poll.reply["job"], poll.reply["lease"]
@@ -248,19 +248,26 @@ def test_an_empty_queue_answers_no_job_after_wait_ms(gateway: Any, key: str) -> 
 
 def test_a_long_poll_whose_client_hung_up_leaves_no_job_leased(gateway: Any, key: str) -> None:
     paired = pair_via_rest(gateway, key)
+    parked_before = metric(gateway.url, "everdict_parked_long_polls")
+    parking = ParkedPolls(gateway.url)
 
-    async def give_up_after_a_second() -> None:
-        with pytest.raises(TimeoutError):
-            await asyncio.wait_for(
-                acall(
-                    gateway.url, paired["token"], "lease_job", {"protocol": 2, "wait_ms": 20_000}
-                ),
-                1.0,
-            )
+    async def hang_up_once_parked() -> None:
+        poll = asyncio.create_task(
+            acall(gateway.url, paired["token"], "lease_job", {"protocol": 2, "wait_ms": 20_000})
+        )
+        await asyncio.to_thread(parking.wait)
+        poll.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await poll
 
-    asyncio.run(give_up_after_a_second())
+    asyncio.run(hang_up_once_parked())
     dispatch(gateway, key, paired["id"])
-    time.sleep(2)  # a parked poll would have been woken and claimed it by now
+    # The poll has left the server's parked polls: cancelled by the hang-up, or (were the
+    # hang-up missed) woken by the dispatch, having claimed the job.
+    deadline = time.monotonic() + 15
+    while metric(gateway.url, "everdict_parked_long_polls") > parked_before:
+        assert time.monotonic() < deadline, "the hung-up poll is still parked"
+        time.sleep(0.05)
     job = RunnerJob.objects.get()
     assert job.status == JobStatus.QUEUED
     assert not JobAttempt.objects.exists()

@@ -7,9 +7,7 @@ parked polls with nothing to claim run no claims of their own while they wait.
 
 from __future__ import annotations
 
-import re
 import time
-import urllib.request
 from typing import Any
 
 import pytest
@@ -17,7 +15,8 @@ from django.db import connection
 
 from accounts.services import api_key_create
 from runners.models import JobStatus, RunnerJob
-from tests.live import LiveServer
+from tests.live import LiveServer, ParkedPolls, wait_metric
+from tests.live import metric as sample
 from tests.mcpgateway.conftest import live_server_fixtures
 from tests.mcpgateway.test_runner_tools import ParkedLease, dispatch, pair_via_rest
 from tests.suites import suite
@@ -40,10 +39,7 @@ def key(alice: Any, workspace: Any) -> str:
 
 def metric(server: LiveServer, name: str) -> float:
     """One sample of the server's /metrics (0 when not yet counted)."""
-    with urllib.request.urlopen(f"{server.url}/metrics", timeout=10) as response:
-        text = response.read().decode()
-    match = re.search(rf"^{re.escape(name)} ([0-9.e+]+)$", text, re.MULTILINE)
-    return float(match.group(1)) if match else 0.0
+    return sample(server.url, name)
 
 
 def claims_run_or_skipped(server: LiveServer) -> float:
@@ -60,13 +56,22 @@ def set_status_silently(job_id: int, status: str) -> None:
         )
 
 
-def park(server: LiveServer, token: str, wait_ms: int) -> ParkedLease:
+def ask(server: LiveServer, token: str, wait_ms: int) -> ParkedLease:
+    """A long-poll, once asked."""
     poll = ParkedLease(server.url, token, wait_ms)
     poll.start()
     give_up = time.monotonic() + 15
     while not poll.asked_at and time.monotonic() < give_up:
         time.sleep(0.02)
     assert poll.asked_at, "the long-poll never started"
+    return poll
+
+
+def park(server: LiveServer, token: str, wait_ms: int) -> ParkedLease:
+    """A long-poll, once the server shows it parked: its first round came back empty."""
+    parking = ParkedPolls(server.url)
+    poll = ask(server, token, wait_ms)
+    parking.wait()
     return poll
 
 
@@ -80,7 +85,6 @@ def test_a_job_queued_without_notification_reaches_a_parked_poll_by_the_recheck(
 
     wait_ms = 20_000
     poll = park(server, paired["token"], wait_ms)
-    time.sleep(1.0)  # parked on an empty queue
     assert poll.reply is None
 
     queued_at = time.monotonic()
@@ -123,11 +127,14 @@ def test_once_a_recheck_found_nothing_new_polls_park_without_a_claim(
     # and keep finding nothing queued.
     desk = pair_via_rest(server, key, label="desk")
     keeper = park(server, desk["token"], 8_000)
-    time.sleep(RECHECK_S * 4)
+    # A re-check counts as it begins, with the owners it reads just before: the third to
+    # begin from now proves one begun after the keeper parked has ended, finding nothing.
+    rechecks = metric(server, "everdict_wake_rechecks_total")
+    wait_metric(server.url, "everdict_wake_rechecks_total", rechecks + 3)
 
     claims = metric(server, 'everdict_claims_total{found="no"}')
     skipped = metric(server, 'everdict_claims_total{found="skipped"}')
-    polls = [park(server, paired["token"], 1_000) for _ in range(3)]
+    polls = [ask(server, paired["token"], 1_000) for _ in range(3)]
     for poll in polls:
         poll.join(15)
     assert metric(server, 'everdict_claims_total{found="skipped"}') - skipped == 3
@@ -136,7 +143,6 @@ def test_once_a_recheck_found_nothing_new_polls_park_without_a_claim(
     # A job queued behind the process's back still reaches such a poll: the next re-check
     # finds it and wakes the poll, which claims.
     poll = park(server, paired["token"], 20_000)
-    time.sleep(0.2)
     queued_at = time.monotonic()
     set_status_silently(job.pk, JobStatus.QUEUED)
     poll.join(30)
@@ -149,10 +155,10 @@ def test_a_dispatch_after_the_recheck_is_claimed_by_the_next_poll_at_once(
     server: LiveServer, key: str
 ) -> None:
     paired = pair_via_rest(server, key)
-    park(server, paired["token"], 1_500).join(15)  # the re-check finds nothing queued
+    ask(server, paired["token"], 1_500).join(15)  # the re-check finds nothing queued
 
     run = dispatch(server, key, paired["id"])  # its wake-up voids what the re-check found
-    poll = park(server, paired["token"], 20_000)
+    poll = ask(server, paired["token"], 20_000)
     poll.join(30)
     assert poll.reply is not None and poll.reply["job"]["run_id"] == run["id"]
     assert poll.answered_at - poll.asked_at < 1.0

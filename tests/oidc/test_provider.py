@@ -24,15 +24,11 @@ from typing import Any
 import jwt
 import pytest
 
-from tests.browser.test_run_page import CHROMIUM, CHROMIUM_ARGS, Console
+from tests.browser.test_run_page import CHROMIUM_ARGS, Console
 from tests.oidc import ALICE, Provider, oidc_provider
+from tests.required import CHROMIUM
 
 pytestmark = [pytest.mark.e2e, pytest.mark.once]
-
-needs_chromium = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="Debian's chromium is not installed at /usr/bin/chromium (run `make browser-deps`)",
-)
 
 
 class RelyingParty:
@@ -188,7 +184,6 @@ def test_an_authorization_request_without_pkce_is_refused(idp: Provider, rp: Rel
     assert query["state"] == "s1"
 
 
-@needs_chromium
 @pytest.mark.browser
 def test_a_user_signs_in_on_the_providers_page_and_the_code_yields_a_verified_id_token(
     idp: Provider, rp: RelyingParty, browser: Any

@@ -16,8 +16,9 @@ import pytest
 from accounts.services import api_key_create
 from everdict.processes import Proc
 from runners.models import DevicePairing, PairingMethod, Runner
-from tests.browser.test_run_page import CHROMIUM, CHROMIUM_ARGS, Console, log_in
+from tests.browser.test_run_page import CHROMIUM_ARGS, Console, log_in
 from tests.live import LiveServer, daphne, rest, runner_cli
+from tests.required import CHROMIUM
 from tests.suites import start, suite
 
 pytestmark = pytest.mark.e2e
@@ -42,7 +43,6 @@ def printed_code(proc: Proc, timeout: float = 30) -> tuple[str, str]:
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")
 def test_a_machine_paired_by_a_code_approved_in_the_browser_then_runs_a_job(
     transactional_db: Any, alice: Any, workspace: Any, tmp_path: Path
 ) -> None:

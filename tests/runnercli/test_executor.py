@@ -17,9 +17,6 @@ from runnercli.argv import StartError, render_argv
 from runnercli.case import advisory_usage, run_case
 from runnercli.casefile import CASE_ENV
 from runnercli.protocol import (
-    MAX_LOG_LINE_BYTES,
-    MAX_OUTPUT_BYTES,
-    MAX_STDERR_TAIL_BYTES,
     CaseJob,
     CaseRef,
     CaseResult,
@@ -27,6 +24,11 @@ from runnercli.protocol import (
 from tests.runnercli.conftest import make_job
 
 Script = Callable[[str], list[str]]
+
+# The contract's bounds, written here rather than read from the code under test.
+MAX_OUTPUT_BYTES = 1024 * 1024
+MAX_STDERR_TAIL_BYTES = 64 * 1024
+MAX_LOG_LINE_BYTES = 8 * 1024
 
 
 def run(job: CaseJob, **kwargs: Any) -> tuple[CaseResult, list[str]]:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from runners import queue
-from tests.suites import pair, start, suite
+from tests.suites import completed, pair, start, suite
 
 pytestmark = pytest.mark.django_db
 
@@ -51,3 +51,25 @@ def test_metrics_refuse_a_remote_caller_by_default(client: Any, settings: Any) -
     assert client.get("/metrics", REMOTE_ADDR="10.1.2.3").status_code == 403
     ok = client.get("/metrics", REMOTE_ADDR="10.1.2.3", HTTP_AUTHORIZATION="Bearer s3cret")
     assert ok.status_code == 200
+
+
+def test_each_result_handed_to_its_grader_is_counted_and_a_refused_one_is_not(
+    client: Any, alice: Any, bob: Any, workspace: Any
+) -> None:
+    from runnercli.protocol import ResultReport
+    from scorecards.services import results_submit
+
+    suite(alice, cases=2)
+    laptop = pair(alice)
+    start(alice, laptop, concurrency=2)
+    grants = queue.job_lease(runner=laptop, max_jobs=2)
+    before = value(scrape(client), "everdict_gradings_started_total")
+    reports = [
+        ResultReport(job_id=g.job.pk, lease_epoch=g.job.lease_epoch, result=completed("hello"))
+        for g in grants
+    ]
+    results_submit(runner=laptop, reports=reports)
+    assert value(scrape(client), "everdict_gradings_started_total") == before + 2
+    # Someone else's runner reporting on these jobs has nothing graded.
+    results_submit(runner=pair(bob, label="bobs"), reports=reports)
+    assert value(scrape(client), "everdict_gradings_started_total") == before + 2

@@ -20,17 +20,11 @@ import pytest
 from django.db import connection
 
 from accounts.services import api_key_create
-from runnercli.protocol import (
-    MAX_JOBS_PER_LEASE,
-    MAX_LOG_LINES_PER_CALL,
-    MAX_RESULTS_PER_CALL,
-    PROTOCOL_VERSION,
-    ToolFailure,
-)
+from runnercli.protocol import PROTOCOL_VERSION, ToolFailure
 from runners.models import AttemptStatus, JobAttempt, JobStatus, Runner, RunnerJob
 from scorecards.models import CaseResult as CaseResultRow
 from scorecards.services import dataset_create, harness_create, scheduler_expire_one_lease
-from tests.live import LiveServer
+from tests.live import LiveServer, metric, wait_metric
 from tests.mcpgateway.conftest import live_server_fixtures
 from tests.mcpgateway.mcp_client import call, error_text, rest, session, structured
 from tests.suites import ECHO_SPEC, suite
@@ -256,9 +250,11 @@ def test_a_catastrophic_regex_is_graded_while_another_users_call_is_answered(
             reply = await client.call_tool("submit_job_result", {**fence, "result": result})
             acks.append(structured(reply))
 
+    gradings = metric(field.url, "everdict_gradings_started_total")
     grading = threading.Thread(target=lambda: asyncio.run(submit()), daemon=True)
     grading.start()
-    time.sleep(0.2)
+    # The server has begun grading the output: a backtracking engine would be at it for hours.
+    wait_metric(field.url, "everdict_gradings_started_total", gradings + 1)
     # A generous bound: a server stalled by a backtracking engine answers in hours, not this.
     status, runners = rest(field.url, "GET", "/api/runners", bobs_key, timeout=20)
     grading.join(60)
@@ -274,11 +270,12 @@ def test_hello_reports_the_limits_the_tools_enforce(
 ) -> None:
     token = pair(field, key)["token"]
     limits = structured(call(field.url, token, "hello", {"protocol": PROTOCOL_VERSION}))["limits"]
+    # The contract's values, written here: then each is tried at and past its bound.
     assert limits == {
-        "max_jobs_per_lease": MAX_JOBS_PER_LEASE,
-        "max_results_per_call": MAX_RESULTS_PER_CALL,
+        "max_jobs_per_lease": 32,
+        "max_results_per_call": 32,
         "max_bytes_per_call": 4 * 1024 * 1024,
-        "max_log_lines_per_call": MAX_LOG_LINES_PER_CALL,
+        "max_log_lines_per_call": 500,
         "max_wait_ms": 55_000,
         "max_blob_chunk_bytes": 1024 * 1024,
         "max_artifact_bytes": 10 * 1024 * 1024,

@@ -1,0 +1,59 @@
+"""Programs some tests drive that a machine may lack: Debian's chromium, the MCP Inspector.
+
+A test marked `browser` or `mcp_inspector` is skipped when its program is missing, unless the
+matching variable (`REQUIRE_CHROMIUM`, `REQUIRE_INSPECTOR`) is set, as `.ci/run` sets it: then
+it fails, so CI cannot pass without having run it. The hook in `tests/conftest.py` applies
+this before the test's fixtures start anything.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Debian's package (`make browser-deps`), never a downloaded browser build; TEST_CHROMIUM
+# points the tests at another binary.
+CHROMIUM = Path(os.environ.get("TEST_CHROMIUM") or "/usr/bin/chromium")
+# Node 22 and the Inspector under var/node (`make node-deps`), not the machine's.
+NODE_DIR = ROOT / "var" / "node"
+INSPECTOR = NODE_DIR / "node_modules" / ".bin" / "mcp-inspector"
+NODE = NODE_DIR / "node_modules" / ".bin" / "node"
+
+
+def chromium_problem() -> str | None:
+    if os.access(CHROMIUM, os.X_OK):
+        return None
+    return f"Debian's chromium is not installed at {CHROMIUM} (run `make browser-deps`)"
+
+
+def inspector_problem() -> str | None:
+    missing = [str(path) for path in (INSPECTOR, NODE) if not os.access(path, os.X_OK)]
+    if not missing:
+        return None
+    missing_paths = ", ".join(missing)
+    return f"the MCP Inspector is not installed ({missing_paths} missing: run `make node-deps`)"
+
+
+# A marker, what its tests need (None when present, else why not) and the variable requiring it.
+NEEDS: dict[str, tuple[Callable[[], str | None], str]] = {
+    "browser": (chromium_problem, "REQUIRE_CHROMIUM"),
+    "mcp_inspector": (inspector_problem, "REQUIRE_INSPECTOR"),
+}
+
+
+def required(variable: str) -> bool:
+    return os.environ.get(variable, "").strip() not in ("", "0")
+
+
+def skip_or_fail(problem: str | None, variable: str) -> None:
+    """Skip the calling test for `problem`; fail it instead when `variable` is set."""
+    import pytest
+
+    if problem is None:
+        return
+    if required(variable):
+        pytest.fail(f"{problem}; {variable} is set, so this fails instead of skipping")
+    pytest.skip(problem)
