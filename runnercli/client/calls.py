@@ -97,7 +97,7 @@ class RunnerClient:
             "status": _st(status),
             "features": self.features,
         }
-        hello = await self._call("hello", args, Hello)
+        hello = await self.call("hello", args, Hello)
         self.limits = hello.limits
         return hello
 
@@ -125,16 +125,16 @@ class RunnerClient:
 
     async def heartbeat_job(self, *, job_id: int, lease_epoch: int, status: str) -> HeartbeatAck:
         args = {"job_id": job_id, "lease_epoch": lease_epoch, "status": _st(status)}
-        return await self._call("heartbeat_job", args, HeartbeatAck)
+        return await self.call("heartbeat_job", args, HeartbeatAck)
 
     async def submit_job_result(self, *, job_id: int, lease_epoch: int, result: CaseResult) -> Ack:
         args = {"job_id": job_id, "lease_epoch": lease_epoch, "result": result.model_dump()}
-        return await self._call("submit_job_result", args, Ack)
+        return await self.call("submit_job_result", args, Ack)
 
     async def submit_job_results(self, reports: list[ResultReport]) -> list[Ack]:
         """Report several results in one call; one ack per report, in the order sent."""
         args = {"results": [report.model_dump() for report in reports]}
-        reply = await self._call("submit_job_results", args, BatchAck)
+        reply = await self.call("submit_job_results", args, BatchAck)
         if len(reply.acks) != len(reports):
             raise ToolCallError(
                 f"submit_job_results answered {len(reply.acks)} acks for {len(reports)} results"
@@ -149,7 +149,7 @@ class RunnerClient:
         args: dict[str, object] = {"job_id": job_id, "lease_epoch": lease_epoch, "reason": reason}
         if paused_until is not None:
             args["paused_until"] = paused_until
-        return await self._call("release_job", args, Ack)
+        return await self.call("release_job", args, Ack)
 
     async def fail_job(
         self, *, job_id: int, lease_epoch: int, message: str, retryable: bool = False
@@ -160,15 +160,17 @@ class RunnerClient:
             "message": message,
             "retryable": retryable,
         }
-        return await self._call("fail_job", args, Ack)
+        return await self.call("fail_job", args, Ack)
 
     async def report_case_log(self, *, job_id: int, lease_epoch: int, lines: list[str]) -> Ack:
         args = {"job_id": job_id, "lease_epoch": lease_epoch, "lines": lines}
-        return await self._call("report_case_log", args, Ack)
+        return await self.call("report_case_log", args, Ack)
 
-    async def _call(
+    async def call(
         self, tool: str, args: dict[str, Any], model: type[ModelT], wait_s: float = 0.0
     ) -> ModelT:
+        """Call a runner tool and parse its reply as `model` (the tools of the case's world
+        have their own modules that call through here)."""
         payload = await self._call_raw(tool, args, wait_s)
         try:
             # Parsed as the runner receives it: what it must refuse (an environment key), it
