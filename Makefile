@@ -7,7 +7,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
 
-.PHONY: install test lint test-sqlite test-postgres demo serve bench browser-deps systemd-deps node-deps oidc-deps chart-deps clean
+.PHONY: install test lint test-sqlite test-postgres demo serve bench browser-deps systemd-deps node-deps oidc-deps chart-deps docker-deps clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python >= 3.11 is required"; exit 1; }
@@ -39,6 +39,20 @@ systemd-deps:
 		echo "Installing Debian's systemd to check the runner's service unit"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null) \
 		|| echo "systemd could not be installed: the service unit check will be skipped"; }
+
+# Debian's docker.io (dockerd, containerd, runc and the docker CLI) for the service-harness
+# tests, and busybox-static, whose one static binary the tests' images are made of (`docker
+# import` of a root holding it: no registry is reachable, nothing is ever pulled). `make test`
+# runs the suites under .ci/with-dockerd, which starts dockerd when none answers and stops it
+# after. On the project's machines (a Firecracker VM, root, cgroup v1) dockerd runs with its
+# defaults: overlay2 over ext4, iptables through nftables.
+docker-deps:
+	@{ command -v dockerd >/dev/null 2>&1 && command -v docker >/dev/null 2>&1 \
+		&& dpkg -s busybox-static >/dev/null 2>&1; } || { \
+		echo "Installing Debian's docker.io and busybox-static for the service-harness tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io busybox-static >/dev/null \
+		&& command -v dockerd >/dev/null; } \
+		|| { $(call failed_install,REQUIRE_DOCKER,Docker (docker.io),the container tests); }
 
 # Node 22 and the MCP Inspector, under var/node (not global), for the third-party MCP check.
 node-deps:
@@ -96,7 +110,10 @@ test-postgres: install
 		echo "PostgreSQL at $(TEST_DATABASE_URL) is unreachable: skipping the PostgreSQL pass"; \
 	fi
 
-test: install browser-deps systemd-deps node-deps oidc-deps chart-deps lint test-sqlite test-postgres
+# The suites run with a Docker daemon answering (.ci/with-dockerd starts one when none does,
+# and stops what it started).
+test: install browser-deps systemd-deps node-deps oidc-deps chart-deps docker-deps lint
+	.ci/with-dockerd $(MAKE) --no-print-directory test-sqlite test-postgres
 
 demo: install
 	$(PY) -m everdict.demo

@@ -126,6 +126,12 @@ class Consent:
                 "runner refuses: it would change what runs on this machine, not configure "
                 "the tool"
             )
+        for name, service in (job.harness.spec.services or {}).items():
+            if refused := refused_env_keys(service.env, self.settings.refused_env):
+                return (
+                    f"harness {harness}'s service {name} sets {', '.join(refused)} in its "
+                    "environment, which this runner refuses"
+                )
         return None
 
     def _trust(self) -> ServerTrust:

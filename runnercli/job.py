@@ -1,7 +1,8 @@
 """One leased job: its case through the pipeline, with a heartbeat and a log meanwhile.
 
 The pipeline of a job (`runnercli.case.pipeline`): `Deliver` (first, so that answering for
-the lease comes last), `Allow` (the member's consent), `Prepare`, `Execute`, `Collect`.
+the lease comes last), `Allow` (the member's consent), `Prepare`, `Services` (when the harness
+has services), `Execute`, `Collect`.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from runnercli.case.deliver import Deliver
 from runnercli.case.execute import Execute
 from runnercli.case.pipeline import CaseContext, Pipeline, Stage
 from runnercli.case.prepare import Prepare
+from runnercli.case.services import Services
 from runnercli.caselog import CaseLog
 from runnercli.consent import Consent
 from runnercli.delivery import Delivery
 from runnercli.heartbeats import Heartbeats
 from runnercli.jobrun import JobRun
 from runnercli.ratelimit import Pauses
+from runnercli.services.part import RunnerServices
 from runnercli.session import Session
 from runnercli.slots import Slots
 
@@ -37,8 +40,10 @@ class Jobs:
         heartbeats: Heartbeats,
         delivery: Delivery,
         pauses: Pauses,
+        services: RunnerServices,
     ) -> None:
         self.session = session
+        self.services = services
         self.slots = slots
         self.consent = consent
         self.heartbeats = heartbeats
@@ -47,7 +52,7 @@ class Jobs:
 
     def stages(self, job_run: JobRun, log: CaseLog) -> list[Stage]:
         """The pipeline of one job's case."""
-        return [
+        stages: list[Stage] = [
             Deliver(
                 self.session,
                 self.delivery,
@@ -57,9 +62,10 @@ class Jobs:
             ),
             Allow(self.consent, self.session),
             Prepare(),
-            Execute(),
-            Collect(self.session.tools),
         ]
+        if job_run.job.harness.spec.services:
+            stages.append(Services(self.services.topologies, no_docker=self.services.no_docker))
+        return [*stages, Execute(), Collect(self.session.tools)]
 
     async def handle(self, job_run: JobRun) -> bool:
         """Run one leased job and report it; return whether the server took the report."""

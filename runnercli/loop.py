@@ -34,6 +34,7 @@ from runnercli.leaser import Leaser
 from runnercli.options import RunOptions
 from runnercli.protocol import MAX_STATUS_CHARS, PROTOCOL_VERSION
 from runnercli.ratelimit import Pauses
+from runnercli.services.part import RunnerServices
 from runnercli.session import Session
 from runnercli.slots import Slots
 from runnercli.spool import Spool
@@ -50,6 +51,7 @@ class RunnerLoop:
         self.delivery = Delivery(session, spool)
         self.heartbeats = Heartbeats(session)
         self.pauses = Pauses(session, self.delivery)
+        self.services = RunnerServices(options.services, options.capabilities, status)
         slots = Slots(options.slots)
         jobs = Jobs(
             session,
@@ -58,6 +60,7 @@ class RunnerLoop:
             heartbeats=self.heartbeats,
             delivery=self.delivery,
             pauses=self.pauses,
+            services=self.services,
         )
         self.leaser = Leaser(
             session,
@@ -81,6 +84,8 @@ class RunnerLoop:
     async def run(self) -> int:
         session = self.session
         try:
+            # What a killed runner left is removed before the first lease.
+            await self.services.begin()
             await self._greet()
             if session.stop.is_set():
                 return session.exit_code
@@ -99,6 +104,7 @@ class RunnerLoop:
         except RunnerExit as exc:
             session.fatal = exc
         finally:
+            await self.services.close()
             await self.delivery.close()
         if session.fatal is not None:
             session.status.event(f"✗ {session.fatal}")

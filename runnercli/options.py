@@ -11,6 +11,7 @@ from pathlib import Path
 from runnercli.trust import Entry
 
 CONSENT_TIMEOUT_S = 600.0
+SERVICES_IDLE_S = 300.0
 
 
 @dataclass
@@ -34,6 +35,20 @@ class ConsentSettings:
 
 
 @dataclass
+class ServiceSettings:
+    """What `run` was told about service harnesses (`--services-idle-s`,
+    `--max-service-starts`), who it is for the labels, and the member's repo mapping."""
+
+    idle_s: float = SERVICES_IDLE_S
+    max_starts: int = 1
+    # `everdict.runner` on its containers and records: the paired runner's id.
+    runner: str = "local"
+    # Where its process services are recorded (beside the config file); none: a scratch one.
+    records_dir: Path | None = None
+    repos: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
 class RunOptions:
     capabilities: list[str]
     # What may run here, and whether to ask (`--allow-any` is printed loudly at start).
@@ -43,6 +58,7 @@ class RunOptions:
     once: bool = False
     # Where finished cases' results wait for the server's answer (beside the config file).
     spool_dir: Path | None = None
+    services: ServiceSettings = field(default_factory=ServiceSettings)
 
     @property
     def slots(self) -> int:

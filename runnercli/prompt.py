@@ -23,7 +23,7 @@ from typing import Literal, TextIO, TypeVar
 
 from runnercli.argv import StartError, render_argv
 from runnercli.casefile import CASE_ENV, CASE_FILE_ENV
-from runnercli.protocol import CaseJob
+from runnercli.protocol import CaseJob, HarnessSpec
 from runnercli.status import StatusLine
 from runnercli.terminal import clean, quote_arg, quote_argv
 
@@ -114,6 +114,27 @@ def describe(job: CaseJob) -> list[str]:
         f"  runs in:     a fresh temporary directory, as you; the case JSON in "
         f"${CASE_FILE_ENV} (and ${CASE_ENV} up to 64 KiB)",
     ]
+    return lines + service_lines(spec)
+
+
+def service_lines(spec: HarnessSpec) -> list[str]:
+    """Each service the harness starts here, in full: image or argv, env, ports, probe."""
+    lines: list[str] = []
+    for name, service in sorted((spec.services or {}).items()):
+        scope = "once per version, kept warm" if service.scope == "version" else "per case"
+        if service.image is not None:
+            what = f"container {clean(service.image)}"
+            if service.command is not None:
+                what += f" running {quote_argv(service.command)}"
+            what += f", ports {', '.join(map(str, service.ports))} on 127.0.0.1"
+        else:
+            what = f"process {quote_argv(service.run or [])} ({how_it_runs(service.run or [])})"
+            what += f" in {service.cwd or 'a directory of its own'}, on a free port"
+        lines.append(f"  service {clean(name)}: {what}; {scope}")
+        env = ", ".join(f"{clean(k)}={quote_arg(v)}" for k, v in sorted(service.env.items()))
+        lines.append(
+            f"               env: {env or '(adds nothing)'}; ready: {service.probe_text()}"
+        )
     return lines
 
 
@@ -127,7 +148,7 @@ def one_line(job: CaseJob) -> str:
         f"written by {harness.author or '(unknown)'}; env: {env or 'nothing added'}; "
         f"timeout {job.timeout_s}s; needs {', '.join(spec.capabilities) or 'nothing'}; "
         f"case JSON in ${CASE_FILE_ENV}"
-    )
+    ) + "".join(f"; {line.strip()}" for line in service_lines(spec))
 
 
 async def first_of(

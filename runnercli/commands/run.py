@@ -6,6 +6,7 @@ import asyncio
 import gc
 import shlex
 import sys
+from pathlib import Path
 
 import click
 
@@ -25,6 +26,7 @@ from runnercli.commands.common import (
     token_option,
 )
 from runnercli.config import (
+    ConfigError,
     RunnerConfig,
     config_path,
     detected_capabilities,
@@ -32,8 +34,17 @@ from runnercli.config import (
     trust_path,
 )
 from runnercli.loop import RunnerLoop, stopping_on_signals
-from runnercli.options import CONSENT_TIMEOUT_S, ConsentSettings, RunOptions
+from runnercli.options import (
+    CONSENT_TIMEOUT_S,
+    SERVICES_IDLE_S,
+    ConsentSettings,
+    RunOptions,
+    ServiceSettings,
+)
 from runnercli.protocol import MAX_WAIT_MS
+from runnercli.protocol.names import RepoNameError
+from runnercli.repos.mapping import MappingError, config_data_load, repos_of
+from runnercli.services.records import services_dir_for
 from runnercli.spool import spool_dir_for
 from runnercli.status import StatusLine
 from runnercli.trust import Entry, TrustError, parse_entries, server_key
@@ -74,6 +85,20 @@ from runnercli.trust import Entry, TrustError, parse_entries, server_key
     show_default=True,
     help="Seconds to wait for your answer on the terminal before refusing the case.",
 )
+@click.option(
+    "--services-idle-s",
+    type=click.FloatRange(0, 7 * 24 * 3600),
+    default=SERVICES_IDLE_S,
+    show_default=True,
+    help="Seconds a harness version's services stay up after its last case here.",
+)
+@click.option(
+    "--max-service-starts",
+    type=click.IntRange(1, 16),
+    default=1,
+    show_default=True,
+    help="Service topologies started at once (a burst of cases does not start them all).",
+)
 @insecure_option
 @config_option
 def run(
@@ -86,6 +111,8 @@ def run(
     allow: tuple[str, ...],
     allow_any: bool,
     consent_timeout: float,
+    services_idle_s: float,
+    max_service_starts: int,
     insecure: bool,
     config_file: str | None,
 ) -> None:
@@ -119,10 +146,25 @@ def run(
         wait_ms=wait_ms,
         once=once,
         spool_dir=spool_dir_for(path),
+        services=ServiceSettings(
+            idle_s=services_idle_s,
+            max_starts=max_service_starts,
+            runner=str(config.runner_id or config.label or "local"),
+            records_dir=services_dir_for(path),
+            repos=_repos(path),
+        ),
     )
     # What is loaded by now lives as long as the runner: kept out of every collection.
     gc.freeze()
     sys.exit(asyncio.run(_run(server, token, options)))
+
+
+def _repos(path: Path) -> dict[str, str]:
+    """The member's mapped repos (`repo add`), for services that run in a worktree."""
+    try:
+        return repos_of(config_data_load(path))
+    except (ConfigError, MappingError, RepoNameError) as exc:
+        raise click.ClickException(f"{path}: {exc}") from exc
 
 
 def _standing(config: RunnerConfig) -> list[Entry]:

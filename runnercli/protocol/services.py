@@ -3,6 +3,11 @@
 `services: {NAME: SERVICE}`. A SERVICE is a container `{image, command?, env?, ports, ready}`
 or a process `{run: [argv], cwd: repo | case, env?, ready}`, started once per harness version
 (`scope: version`, the default) or per case (`scope: case`). `ready` is a TCP or HTTP probe.
+
+A process is given a free port as `{port}` in its argv and `PORT` in its environment, and is
+reached there — unless its probe names a port (`tcp: P`, or `http` with `port: P`): then it
+listens on that fixed port (a dev server that ignores `PORT`) and is reached there. A
+case-scoped process's argv may also use the case's placeholders (`{input.…}`, `{case.key}`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,12 @@ from runnercli.protocol.env import check_env
 from runnercli.protocol.received import Received
 
 SERVICE_NAME_RE = re.compile(r"[a-z][a-z0-9_]{0,31}")
+# `[registry[:port]/]path[:tag][@sha256:digest]`, as `docker pull` reads it.
+_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+IMAGE_RE = re.compile(
+    rf"(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?{_PATH_PART}(?:/{_PATH_PART})*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?"
+)
 MAX_SERVICES = 16
 MAX_SERVICE_PORTS = 8
 
@@ -64,6 +75,30 @@ class ServiceSpec(Received):
     def _env_names(cls, env: dict[str, str], info: ValidationInfo) -> dict[str, str]:
         return check_env(env, info)
 
+    @field_validator("image")
+    @classmethod
+    def _image(cls, image: str | None) -> str | None:
+        if image is not None and not IMAGE_RE.fullmatch(image):
+            raise ValueError(
+                f"image {image!r} is not an image reference such as postgres:16 or "
+                "registry.example.com/team/app:1.2"
+            )
+        return image
+
+    @field_validator("ports")
+    @classmethod
+    def _distinct_ports(cls, ports: list[int]) -> list[int]:
+        if len(set(ports)) != len(ports):
+            raise ValueError("ports names the same port twice")
+        return ports
+
+    @field_validator("run")
+    @classmethod
+    def _program_is_named(cls, run: list[str] | None) -> list[str] | None:
+        if run is not None and not run[0].strip():
+            raise ValueError("run[0] must name a program")
+        return run
+
     @model_validator(mode="after")
     def _container_or_process(self) -> ServiceSpec:
         if (self.image is None) == (self.run is None):
@@ -94,6 +129,22 @@ class ServiceSpec(Received):
     @property
     def is_container(self) -> bool:
         return self.image is not None
+
+    @property
+    def fixed_port(self) -> int | None:
+        """The port a process's probe names (it listens there, not on `{port}`)."""
+        return self.ready.tcp if self.ready.tcp is not None else self.ready.port
+
+    def probe_text(self) -> str:
+        """The probe as the member reads it: `tcp :5432`, `http GET /health on :8080 → 200`."""
+        ready = self.ready
+        port = self.fixed_port
+        where = f":{port}" if port is not None else "its {port}"
+        if ready.tcp is not None:
+            return f"tcp {where} within {ready.timeout_s}s"
+        return (
+            f"http GET {ready.http} on {where} answering {ready.status} within {ready.timeout_s}s"
+        )
 
 
 def check_services(services: dict[str, ServiceSpec]) -> dict[str, ServiceSpec]:
