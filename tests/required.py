@@ -1,7 +1,8 @@
-"""Programs some tests drive that a machine may lack: Debian's chromium, the MCP Inspector.
+"""Programs some tests drive that a machine may lack: Debian's chromium, the MCP Inspector, a
+Docker daemon.
 
-A test marked `browser` or `mcp_inspector` is skipped when its program is missing, unless the
-matching variable (`REQUIRE_CHROMIUM`, `REQUIRE_INSPECTOR`) is set, as `.ci/run` sets it: then
+A test marked `browser`, `mcp_inspector` or `docker` is skipped when its program is missing,
+unless the matching variable (`REQUIRE_CHROMIUM`, `REQUIRE_INSPECTOR`, `REQUIRE_DOCKER`) is set, as `.ci/run` sets it: then
 it fails, so CI cannot pass without having run it. The hook in `tests/conftest.py` applies
 this before the test's fixtures start anything.
 """
@@ -37,10 +38,25 @@ def inspector_problem() -> str | None:
     return f"the MCP Inspector is not installed ({missing_paths} missing: run `make node-deps`)"
 
 
+def docker_problem() -> str | None:
+    """Why the container tests cannot run here: no Docker daemon answers (`make test` starts
+    one through .ci/with-dockerd), or the docker SDK is missing; None when they can."""
+    import asyncio
+
+    from runnercli.services.daemon import daemon_problem
+
+    try:
+        import docker  # noqa: F401
+    except ImportError:
+        return "the docker SDK is not installed (pip install -e '.[dev]')"
+    return asyncio.run(daemon_problem())
+
+
 # A marker, what its tests need (None when present, else why not) and the variable requiring it.
 NEEDS: dict[str, tuple[Callable[[], str | None], str]] = {
     "browser": (chromium_problem, "REQUIRE_CHROMIUM"),
     "mcp_inspector": (inspector_problem, "REQUIRE_INSPECTOR"),
+    "docker": (docker_problem, "REQUIRE_DOCKER"),
 }
 
 

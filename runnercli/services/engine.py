@@ -137,8 +137,10 @@ class Engine:
         client = self.client()
         network, alias = create.pop("network"), create.pop("alias")
         endpoint = client.api.create_endpoint_config(aliases=[alias])
+        # Docker's init as PID 1 passes SIGTERM on: a program that installs no handler of
+        # its own (PID 1 has no default one) still stops at once rather than after the wait.
         container = client.containers.create(
-            network=network, networking_config={network: endpoint}, detach=True, **create
+            network=network, networking_config={network: endpoint}, detach=True, init=True, **create
         )
         container.start()
         return str(container.id)

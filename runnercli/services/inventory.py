@@ -60,7 +60,9 @@ class Inventory:
             return found[key]
 
         for container, network in await self._docker(runner):
-            labels = (container or network).labels
+            labels = (
+                container.labels if container is not None else network.attrs.get("Labels")
+            ) or {}
             item = entry(
                 labels.get(LABEL_TOPOLOGY, "?"),
                 labels.get(LABEL_RUNNER, "?"),

@@ -1,0 +1,192 @@
+"""Service topologies of process services, without a server: one start for concurrent cases of
+a version, warm until idle, a probe that never answers named with its log, a service that
+dies dropped for the next case, and nothing left running afterwards."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+from runnercli.services import NoDocker, ServiceError, Topologies, Where
+from tests.runnercli.servicejobs import runtime, script_service, service_job, web
+
+
+def fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        return reply.read().decode()
+
+
+async def afetch(url: str) -> str:
+    return await asyncio.to_thread(fetch, url)
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_concurrent_cases_of_a_version_share_one_start_and_it_stops_when_idle(
+    tmp_path: Path,
+) -> None:
+    events: list[str] = []
+    topologies = Topologies(runtime(tmp_path, events), idle_s=0.5)
+    job = service_job({"web": web()})
+
+    async def main() -> None:
+        got = await asyncio.gather(*(topologies.acquire(job) for _ in range(4)))
+        assert len({id(t) for t in got}) == 1
+        (topology,) = set(got)
+        service = topology.services["web"]
+        (record,) = topologies.runtime.records.all()
+        assert record.pid == service.record.pid and record.topology == job.harness.digest
+        endpoint = topology.endpoints()["web"]
+        assert "Directory listing" in await afetch(endpoint.url + "/")
+        for _ in got:
+            topologies.release(job, topology)
+        # Warm in between: a case coming back within the idle time finds it up.
+        again = await topologies.acquire(job)
+        assert again is topology
+        topologies.release(job, again)
+        await asyncio.sleep(1.5)
+        assert topologies.table == {}
+        assert gone(record.pid)
+        assert topologies.runtime.records.all() == []
+
+    asyncio.run(main())
+    assert sum("services up" in e for e in events) == 1
+    assert any("idle for 0.5s: stopping" in e for e in events)
+
+
+def test_a_second_version_gets_a_topology_of_its_own(tmp_path: Path) -> None:
+    topologies = Topologies(runtime(tmp_path), idle_s=60)
+    first = service_job({"web": web()})
+    second = service_job({"web": web(env={"GREETING": "v2"})})
+    assert first.harness.digest != second.harness.digest
+
+    async def main() -> None:
+        one, two = await asyncio.gather(topologies.acquire(first), topologies.acquire(second))
+        assert one is not two
+        assert one.endpoints()["web"].port != two.endpoints()["web"].port
+        pids = [r.pid for r in topologies.runtime.records.all()]
+        assert len(pids) == 2
+        await topologies.close()
+        assert all(gone(pid) for pid in pids)
+
+    asyncio.run(main())
+
+
+NEVER_READY = """
+    import sys, time
+    for n in range(80):
+        print(f"warming up {n}", flush=True)
+    print("listening nowhere", file=sys.stderr, flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_service_that_never_answers_fails_its_cases_naming_it_the_probe_and_its_log(
+    tmp_path: Path,
+) -> None:
+    topologies = Topologies(runtime(tmp_path), idle_s=60)
+    service = script_service(tmp_path, NEVER_READY, ready={"http": "/health", "timeout_s": 1})
+    job = service_job({"api": service})
+
+    async def main() -> list[BaseException | object]:
+        return await asyncio.gather(
+            *(topologies.acquire(job) for _ in range(3)), return_exceptions=True
+        )
+
+    failures = asyncio.run(main())
+    assert all(isinstance(f, ServiceError) for f in failures)
+    error = failures[0]
+    assert isinstance(error, ServiceError)
+    assert error.service == "api"
+    assert "service api did not become ready" in error.summary
+    assert "http GET /health on its {port} answering 200 within 1s" in error.summary
+    assert len(error.log_tail) == 50
+    assert error.log_tail[-1] == "listening nowhere" and error.log_tail[0] == "warming up 31"
+    message = str(error)
+    assert message.startswith(error.summary) and message.endswith("listening nowhere")
+    # Nothing is left of the failed start, and the next case starts afresh.
+    assert topologies.table == {}
+    assert topologies.runtime.records.all() == []
+
+
+DIES_ON_REQUEST = """
+    import http.server, os, sys
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200); self.end_headers(); self.wfile.write(b"ok")
+            if self.path == "/die":
+                print("asked to die", flush=True)
+                os._exit(3)
+    http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"""
+
+
+def test_a_service_that_dies_ends_its_holders_and_the_next_case_starts_it_again(
+    tmp_path: Path,
+) -> None:
+    events: list[str] = []
+    topologies = Topologies(runtime(tmp_path, events), idle_s=60)
+    job = service_job({"api": script_service(tmp_path, DIES_ON_REQUEST)})
+
+    async def main() -> None:
+        topology = await topologies.acquire(job)
+        url = topology.endpoints()["api"].url
+        with contextlib.suppress(OSError):  # it may or may not finish its answer
+            await afetch(url + "/die")
+        await asyncio.wait_for(topology.died.wait(), 10)
+        assert topology.death is not None
+        assert "service api exited with status 3 while a case used it" in str(topology.death)
+        assert topology.death.log_tail[-1] == "asked to die"
+        topologies.release(job, topology)
+        fresh = await topologies.acquire(job)
+        assert fresh is not topology
+        assert await afetch(fresh.endpoints()["api"].url + "/") == "ok"
+        await topologies.close()
+
+    asyncio.run(main())
+    assert any("the next case starts it again" in e for e in events)
+
+
+def test_a_case_service_gets_the_case_placeholders_and_runs_in_the_case_directory(
+    tmp_path: Path,
+) -> None:
+    topologies = Topologies(runtime(tmp_path), idle_s=60)
+    served = {"run": [*web()["run"][:-1], "{input.port_hint}{port}"], "cwd": "case"}
+    job = service_job({"site": web(scope="case", **served)}, input={"port_hint": ""}, key="k1")
+    case_dir = tmp_path / "case"
+    case_dir.mkdir()
+    (case_dir / "page.html").write_text("from the case directory")
+
+    async def main() -> None:
+        topology = await topologies.start_case(job, Where(case_dir, job.case))
+        url = topology.endpoints()["site"].url
+        assert await afetch(url + "/page.html") == "from the case directory"
+        (pid,) = [r.pid for r in topologies.runtime.records.all()]
+        await topologies.stop_case(topology)
+        assert gone(pid)
+
+    asyncio.run(main())
+
+
+def test_a_container_service_without_a_docker_daemon_is_said_as_such(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-such.sock")
+    topologies = Topologies(runtime(tmp_path))
+    container = {"image": "postgres:16", "ports": [5432], "ready": {"tcp": 5432}}
+    job = service_job({"db": container, "web": web()})
+    with pytest.raises(NoDocker) as failed:
+        asyncio.run(topologies.acquire(job))
+    assert failed.value.service == "db"
+    assert "service db needs Docker: no Docker daemon answers at unix://" in str(failed.value)
+    assert topologies.runtime.records.all() == []  # nothing of it started
