@@ -31,10 +31,11 @@ def httpd(**overrides: Any) -> dict[str, Any]:
 
 
 def labelled(digest: str) -> tuple[list[Any], list[Any]]:
+    """The containers and networks of the topology of `digest` (of every one, when empty)."""
     import docker
 
     client = docker.from_env()
-    label = {"label": [f"{LABEL_TOPOLOGY}={digest}"]}
+    label = {"label": [f"{LABEL_TOPOLOGY}={digest}" if digest else LABEL_TOPOLOGY]}
     return client.containers.list(all=True, filters=label), client.networks.list(filters=label)
 
 
