@@ -117,6 +117,14 @@ def describe(job: CaseJob) -> list[str]:
     return lines + service_lines(spec)
 
 
+def _where(cwd: str | None, scope: str) -> str:
+    if cwd == "repo":
+        return "a worktree of the repo"
+    if cwd == "case" or scope == "case":
+        return "the case's directory"
+    return "a directory of its own"
+
+
 def service_lines(spec: HarnessSpec) -> list[str]:
     """Each service the harness starts here, in full: image or argv, env, ports, probe."""
     lines: list[str] = []
@@ -129,7 +137,7 @@ def service_lines(spec: HarnessSpec) -> list[str]:
             what += f", ports {', '.join(map(str, service.ports))} on 127.0.0.1"
         else:
             what = f"process {quote_argv(service.run or [])} ({how_it_runs(service.run or [])})"
-            what += f" in {service.cwd or 'a directory of its own'}, on a free port"
+            what += f" in {_where(service.cwd, service.scope)}, on a free port"
         lines.append(f"  service {clean(name)}: {what}; {scope}")
         env = ", ".join(f"{clean(k)}={quote_arg(v)}" for k, v in sorted(service.env.items()))
         lines.append(

@@ -6,13 +6,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 
+from runnercli.case.collect import Collect
+from runnercli.case.execute import Execute
+from runnercli.case.pipeline import CaseContext, Failed, Pipeline
+from runnercli.case.prepare import Prepare
+from runnercli.case.services import Services
 from runnercli.services import NoDocker, ServiceError, Topologies, Where
+from tests.runnercli.fakes import held
 from tests.runnercli.servicejobs import runtime, script_service, service_job, web
 
 
@@ -190,3 +198,78 @@ def test_a_container_service_without_a_docker_daemon_is_said_as_such(
     assert failed.value.service == "db"
     assert "service db needs Docker: no Docker daemon answers at unix://" in str(failed.value)
     assert topologies.runtime.records.all() == []  # nothing of it started
+
+
+DIES_AFTER_A_WHILE = """
+    import http.server, sys, threading, os, time
+    def die():
+        time.sleep(1.5)
+        print("out of memory, going", flush=True)
+        os._exit(3)
+    threading.Thread(target=die, daemon=True).start()
+    http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), http.server.SimpleHTTPRequestHandler).serve_forever()
+"""
+WAITS = """
+    import os, sys, time
+    print(os.environ["EVERDICT_SERVICE_API_URL"], sys.argv[1], flush=True)
+    time.sleep(60)
+"""
+
+
+def test_the_stage_hands_the_case_its_services_and_a_death_ends_the_case_as_an_error(
+    tmp_path: Path, script: Any
+) -> None:
+    topologies = Topologies(runtime(tmp_path), idle_s=60)
+    service = script_service(tmp_path, DIES_AFTER_A_WHILE)
+    job = service_job({"api": service}, command=[*script(WAITS), "{service.api.port}"])
+    notes: list[str] = []
+    case = CaseContext(held(job), notes=[notes.append])
+    started = time.monotonic()
+
+    async def main() -> None:
+        stages = [Prepare(), Services(topologies), Execute(), Collect()]
+        await Pipeline(stages).run(case)
+        assert topologies.table == {}  # dropped: the next case starts it again
+        await topologies.close()
+
+    asyncio.run(main())
+    assert time.monotonic() - started < 20
+    assert isinstance(case.ending, Failed) and case.ending.verb == "error"
+    assert "service api exited with status 3 while a case used it" in case.ending.reason
+    assert case.ending.reason.endswith("out of memory, going")
+    assert "[service api] out of memory, going" in notes
+    assert case.result is None
+    assert any(
+        note.startswith("services: web-eval v1 (version): api at http://127.0.0.1:")
+        for note in notes
+    )
+    assert case.placeholders["service.api.url"] == case.env["EVERDICT_SERVICE_API_URL"]
+    assert case.placeholders["service.api.url"].endswith(
+        ":" + case.placeholders["service.api.port"]
+    )
+
+
+def test_the_stage_puts_what_the_services_logged_during_the_case_in_its_log(
+    tmp_path: Path, script: Any
+) -> None:
+    topologies = Topologies(runtime(tmp_path), idle_s=60)
+    fetch = script(
+        """
+        import sys, urllib.request
+        print(urllib.request.urlopen(sys.argv[1] + "/missing", timeout=5).status)
+        """
+    )
+    job = service_job({"web": web()}, command=[*fetch, "{service.web.url}"])
+    notes: list[str] = []
+    case = CaseContext(held(job), notes=[notes.append])
+
+    async def main() -> None:
+        await Pipeline([Prepare(), Services(topologies), Execute(), Collect()]).run(case)
+        await topologies.close()
+
+    asyncio.run(main())
+    assert case.ending is None and case.result is not None
+    logged = [n for n in notes if n.startswith("[service web] ")]
+    # What it said during this case alone: its probe's `GET /` came before.
+    assert any('"GET /missing HTTP/1.1" 404' in line for line in logged), logged
+    assert not any('"GET / HTTP' in line for line in logged), logged
