@@ -1,9 +1,12 @@
 """`make demo`: the whole product on one machine, from a fresh clone to a scored run.
 
 Migrates the embedded database, seeds a `demo` workspace (user demo/demo, a harness that
-runs a small local Python script, ten cases of which three fail by design), starts the
-server and the scheduler, pairs a runner on this machine, starts it, dispatches a run to
-it, prints the scorecard and keeps serving until Ctrl-C. Every process it starts runs in
+runs a small local Python script, ten cases of which three fail by design; and two service
+harnesses over three pages: `demo-web`, whose `page` service is a process serving the case's
+directory, and `demo-web-docker`, which adds a container service — "needs docker" on the run
+form where no Docker daemon answers), starts the server and the scheduler, pairs a runner on
+this machine, starts it, dispatches a run to it, prints the scorecard and keeps serving until
+Ctrl-C. Every process it starts runs in
 a process group of its own and is stopped on the way out. A second start reuses what the
 first one seeded.
 
@@ -83,6 +86,48 @@ def harness_spec() -> dict[str, Any]:
     }
 
 
+WEB_HARNESS = "demo-web"
+WEB_DOCKER_HARNESS = "demo-web-docker"
+WEB_DATASET = "demo-pages"
+# Made on this machine (`everdict.demo_image`) when Docker answers: nothing is pulled.
+STATIC_IMAGE = "everdict-demo/static:1"
+STATIC_PAGE = "served from a container"
+WEB_CASES: list[dict[str, Any]] = [
+    {"key": f"page-{word}", "input": {"text": f"a page about {word}"},
+     "expected": f"a page about {word}"}
+    for word in ("cats", "tea", "rain")
+]  # fmt: skip
+
+
+def web_harness_spec(*, docker: bool) -> dict[str, Any]:
+    """The demo's service harness: a process service serving the case's directory (and, for
+    the docker variant, a container service) and a case that fetches from them."""
+    script = Path(__file__).resolve().parent / "demo_web_harness.py"
+    page = {
+        "scope": "case",
+        "cwd": "case",
+        "run": [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "{port}"],
+        "ready": {"http": "/", "timeout_s": 30},
+    }
+    services: dict[str, Any] = {"page": page}
+    if docker:
+        services["static"] = {
+            "image": STATIC_IMAGE,
+            "command": ["/bin/httpd", "-f", "-v", "-p", "8080", "-h", "/www"],
+            "ports": [8080],
+            "ready": {"http": "/", "port": 8080, "timeout_s": 30},
+        }
+    return {
+        "command": [sys.executable, str(script), "{service.page.url}"],
+        "env": {"PYTHONUNBUFFERED": "1"},
+        "timeout_s": 60,
+        "capabilities": ["python"],
+        "output": "json",
+        "grader": {"type": "contains", "field": "result"},
+        "services": services,
+    }
+
+
 class DemoError(Exception):
     """Something the person running the demo must fix; printed without a traceback."""
 
@@ -119,6 +164,50 @@ def demo_seed(user: User) -> None:
     )
     if stored != CASES:
         dataset_create(user=user, workspace_slug=WORKSPACE, name=DATASET, cases=CASES)
+    _seed_web(user)
+
+
+def _seed_web(user: User) -> None:
+    """The service harnesses and their pages, or new versions when they changed."""
+    from runnercli.protocol import HarnessSpec
+    from scorecards.models import Case, DatasetVersion, HarnessVersion
+    from scorecards.services import dataset_create, harness_create
+
+    for name, docker in ((WEB_HARNESS, False), (WEB_DOCKER_HARNESS, True)):
+        spec = HarnessSpec.model_validate(web_harness_spec(docker=docker)).model_dump(mode="json")
+        found = (
+            HarnessVersion.objects.filter(workspace__slug=WORKSPACE, name=name)
+            .order_by("-version")
+            .first()
+        )
+        if found is None or found.spec != spec:
+            harness_create(user=user, workspace_slug=WORKSPACE, name=name, spec=spec)
+    dataset = DatasetVersion.objects.filter(workspace__slug=WORKSPACE, name=WEB_DATASET).first()
+    stored = (
+        list(Case.objects.filter(dataset=dataset).values("key", "input", "expected"))
+        if dataset
+        else None
+    )
+    if stored != WEB_CASES:
+        dataset_create(user=user, workspace_slug=WORKSPACE, name=WEB_DATASET, cases=WEB_CASES)
+
+
+def demo_static_image() -> str | None:
+    """Make the container service's image when Docker answers; None when it can, else why
+    `demo-web-docker` cannot run here."""
+    import asyncio
+
+    from runnercli.services.daemon import daemon_problem
+
+    if (problem := asyncio.run(daemon_problem())) is not None:
+        return problem
+    try:
+        from everdict.demo_image import busybox_image
+
+        busybox_image(STATIC_IMAGE, STATIC_PAGE)
+    except Exception as exc:
+        return f"cannot make {STATIC_IMAGE}: {exc}"
+    return None
 
 
 def demo_runner(user: User, config_file: Path, server: str) -> Any:
@@ -365,6 +454,10 @@ def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console
     call_command("migrate", interactive=False, verbosity=0)
     user = demo_user()
     demo_seed(user)
+    if (problem := demo_static_image()) is None:
+        console.print(f"Docker answers: {WEB_DOCKER_HARNESS} (a container service) can run here")
+    else:
+        console.print(f"{WEB_DOCKER_HARNESS} needs Docker and will show so: {problem}")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     python = sys.executable
     console.print(f"Starting the server at {server} and the scheduler (logs in {children.log_dir})")
@@ -389,9 +482,13 @@ def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console
             server,
             "--max-concurrent",
             "2",
-            # The demo's own harness, and nothing else: anything else would be refused.
+            # The demo's own harnesses, and nothing else: anything else would be refused.
             "--allow",
             f"{WORKSPACE}/{HARNESS}",
+            "--allow",
+            f"{WORKSPACE}/{WEB_HARNESS}",
+            "--allow",
+            f"{WORKSPACE}/{WEB_DOCKER_HARNESS}",
         ],
         runner_env,
     )

@@ -1,58 +1,16 @@
-"""Images for the container tests, made here: a `docker import` of a root holding Debian's
-static busybox (`make docker-deps`) — its `httpd` serves `/www`. No registry is reachable on
-these machines, and nothing in a test pulls."""
+"""The image of the container tests, made here (`everdict.demo_image`: a `docker import` of
+Debian's static busybox, `make docker-deps`); no registry is reachable, nothing is pulled."""
 
 from __future__ import annotations
 
-import io
-import tarfile
-from pathlib import Path
-from typing import Any
+from everdict.demo_image import HTTPD
+from everdict.demo_image import busybox_image as _made
 
-BUSYBOX = Path("/bin/busybox")
 IMAGE = "everdict-test/busybox:1"
-APPLETS = ("sh", "httpd", "sleep", "echo", "cat", "ls", "nc", "true")
 PAGE = "hello from a busybox container\n"
-# Serves /www on 8080 in the foreground (the container's main process).
-HTTPD = ["/bin/httpd", "-f", "-v", "-p", "8080", "-h", "/www"]
 
-
-def _add(tar: tarfile.TarFile, name: str, data: bytes = b"", mode: int = 0o644, **kw: Any) -> None:
-    info = tarfile.TarInfo(name)
-    info.mode = mode
-    for key, value in kw.items():
-        setattr(info, key, value)
-    if info.type == tarfile.REGTYPE:
-        info.size = len(data)
-    tar.addfile(info, io.BytesIO(data) if data else None)
-
-
-def busybox_root() -> bytes:
-    """A tar of the image's root: /bin/busybox, its applets, /www/index.html, /tmp."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for directory in ("bin", "www", "tmp"):
-            _add(tar, directory, mode=0o1777 if directory == "tmp" else 0o755, type=tarfile.DIRTYPE)
-        _add(tar, "bin/busybox", BUSYBOX.read_bytes(), mode=0o755)
-        for applet in APPLETS:
-            _add(tar, f"bin/{applet}", type=tarfile.SYMTYPE, linkname="busybox", mode=0o777)
-        _add(tar, "www/index.html", PAGE.encode())
-    return buffer.getvalue()
+__all__ = ["HTTPD", "IMAGE", "PAGE", "busybox_image"]
 
 
 def busybox_image(image: str = IMAGE) -> str:
-    """Have `image` on the daemon (imported once); return its name."""
-    import docker
-    import docker.errors
-
-    client = docker.from_env()
-    try:
-        client.images.get(image)
-        return image
-    except docker.errors.ImageNotFound:
-        pass
-    repository, tag = image.rsplit(":", 1)
-    client.api.import_image_from_data(
-        busybox_root(), repository=repository, tag=tag, changes=['CMD ["/bin/sh"]']
-    )
-    return image
+    return _made(image, PAGE)
