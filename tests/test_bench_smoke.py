@@ -147,3 +147,19 @@ def test_the_idle_runners_benchmark_parks_runners_in_the_window_hello_offers(
     assert figures[-1] == "wake p50 / p99, 40 idle"
     assert "long-poll window 55 s (offered in hello); 40 long-polls parked" in result["stdout"]
     assert "client errors none" in result["stdout"]
+
+
+@pytest.mark.timeout(120)
+def test_the_services_benchmark_times_a_warm_topology_beside_no_services(tmp_path: Path) -> None:
+    from tests.required import docker_problem
+
+    result = bench("services", ["--cases", "5", "--repeat", "1"], tmp_path)
+    warm = result["rows"][0]
+    assert warm["figure"].startswith("case start with a warm ")
+    assert warm["value"].endswith(" ms") and warm["target"] == "<= 50 ms"
+    if docker_problem() is None:
+        (cold,) = result["rows"][1:]
+        assert cold["figure"] == "topology cold start to ready (median of 1)"
+        assert "plain docker run" in cold["baseline"]
+    else:
+        assert any("no Docker daemon" in note for note in result["notes"])
