@@ -34,16 +34,16 @@ from report import Summary, finish
 
 sys.path.insert(0, str(ROOT))
 
-from everdict.demo_image import HTTPD, busybox_image  # noqa: E402
-from runnercli.case.collect import Collect  # noqa: E402
-from runnercli.case.execute import Execute  # noqa: E402
-from runnercli.case.pipeline import CaseContext, Pipeline, Stage  # noqa: E402
-from runnercli.case.prepare import Prepare  # noqa: E402
-from runnercli.case.services import Services  # noqa: E402
-from runnercli.jobrun import JobRun  # noqa: E402
-from runnercli.protocol import CaseJob, HarnessSpec, Lease, harness_digest  # noqa: E402
-from runnercli.services import Records, Runtime, Topologies  # noqa: E402
-from runnercli.services.daemon import daemon_problem  # noqa: E402
+from everdict.demo_image import HTTPD, busybox_image
+from runnercli.case.collect import Collect
+from runnercli.case.execute import Execute
+from runnercli.case.pipeline import CaseContext, Pipeline, Stage
+from runnercli.case.prepare import Prepare
+from runnercli.case.services import Services
+from runnercli.jobrun import JobRun
+from runnercli.protocol import CaseJob, HarnessSpec, Lease, harness_digest
+from runnercli.services import Records, Runtime, Topologies
+from runnercli.services.daemon import daemon_problem
 
 IMAGE = "everdict-bench/busybox:1"
 PAGE = "bench\n"

@@ -40,10 +40,13 @@ class Jobs:
         heartbeats: Heartbeats,
         delivery: Delivery,
         pauses: Pauses,
-        services: RunnerServices,
+        services: RunnerServices | None = None,
     ) -> None:
         self.session = session
-        self.services = services
+        options = session.options
+        self.services = services or RunnerServices(
+            options.services, options.capabilities, session.status
+        )
         self.slots = slots
         self.consent = consent
         self.heartbeats = heartbeats

@@ -2,9 +2,9 @@
 Docker daemon.
 
 A test marked `browser`, `mcp_inspector` or `docker` is skipped when its program is missing,
-unless the matching variable (`REQUIRE_CHROMIUM`, `REQUIRE_INSPECTOR`, `REQUIRE_DOCKER`) is set, as `.ci/run` sets it: then
-it fails, so CI cannot pass without having run it. The hook in `tests/conftest.py` applies
-this before the test's fixtures start anything.
+unless the matching variable (`REQUIRE_CHROMIUM`, `REQUIRE_INSPECTOR`, `REQUIRE_DOCKER`) is
+set, as `.ci/run` sets it: then it fails, so CI cannot pass without having run it. The hook
+in `tests/conftest.py` applies this before the test's fixtures start anything.
 """
 
 from __future__ import annotations

@@ -35,7 +35,9 @@ def test_the_prompt_shows_each_service_in_full() -> None:
         "8080 on 127.0.0.1; once per version, kept warm"
     ) in shown
     assert "env: POSTGRES_PASSWORD='pw'; ready: tcp :5432 within 30s" in shown
-    assert "  service web: process 'npm' 'run' 'dev' '--' '--port' '{port}' (argv, no shell" in shown
+    assert (
+        "  service web: process 'npm' 'run' 'dev' '--' '--port' '{port}' (argv, no shell" in shown
+    )
     assert "in the case's directory, on a free port; per case" in shown
     assert "ready: http GET /health on its {port} answering 200 within 60s" in shown
     assert "service db: container postgres:16" in one_line(service_job({"db": DB}))

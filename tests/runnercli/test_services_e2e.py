@@ -14,25 +14,31 @@ from __future__ import annotations
 import signal
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
+from django.test import Client
 
+from accounts.services import api_key_create
+from scorecards.links import case_url
+from tests.live import daphne, scheduler
 from tests.runnercli.dockerimages import HTTPD, PAGE, busybox_image
 from tests.runnercli.servicejobs import HTTP_SERVER
-from tests.runnercli.test_e2e import (  # noqa: F401  (the fixture)
-    Api,
-    api,
-    dataset,
-    harness,
-    start_runner,
-    wait_output,
-)
+from tests.runnercli.test_e2e import Api, dataset, harness, start_runner, wait_output
 from tests.runnercli.test_service_containers import labelled
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def api(workspace: Any, alice: Any, tmp_path: Path) -> Iterator[Api]:
+    env = {"EVERDICT_LEASE_TTL_S": 3, "EVERDICT_QUEUE_IDLE_TIMEOUT_S": 120}
+    with daphne(tmp_path, **env) as server, scheduler(tmp_path, **env):
+        yield Api(server, api_key_create(user=alice, name="e2e").key)
+
 
 # A case: fetch a page from the service's URL (its placeholder, and its variable) and print
 # what it got, with where.
@@ -159,7 +165,8 @@ SERVE_OR_HANG = """
     if mode == "hang":
         print("waiting for a database that never comes", flush=True)
         time.sleep(600)
-    http.server.HTTPServer(("127.0.0.1", port), http.server.SimpleHTTPRequestHandler).serve_forever()
+    handler = http.server.SimpleHTTPRequestHandler
+    http.server.HTTPServer(("127.0.0.1", port), handler).serve_forever()
 """
 
 
@@ -202,6 +209,15 @@ def test_a_case_service_that_never_answers_ends_only_its_case_as_an_error(
     assert "waiting for a database that never comes" in error
     lines = [log["line"] for log in api.logs(run["id"]) if log["case"] == "hangs"]
     assert "[service web] waiting for a database that never comes" in lines
+    # The case page shows the service with its log tail.
+    client = Client()
+    client.force_login(alice)
+    page = client.get(case_url(run["id"], "hangs")).content.decode()
+    panel = page[page.index('id="service-web"') : page.index("<h2>Log</h2>")]
+    assert "started for this case" in panel
+    assert "waiting for a database that never comes" in panel
+    served = client.get(case_url(run["id"], "ok-1")).content.decode()
+    assert "Serving HTTP on 127.0.0.1" not in served  # said before the case: not its lines
 
 
 def test_case_services_of_eight_cases_four_at_a_time_each_have_a_port_and_all_go(

@@ -10,10 +10,15 @@ from typing import Any
 import pytest
 
 from runnercli.protocol import HarnessSpec, harness_digest, spec_features
-from tests.scorecards.test_catalog_api import HARNESSES, Api, as_alice  # noqa: F401
+from tests.scorecards.test_catalog_api import HARNESSES, Api
 
 WEB = {"run": ["python", "-m", "http.server", "{port}"], "ready": {"http": "/"}}
 DB = {"image": "postgres:16", "ports": [5432], "ready": {"tcp": 5432, "timeout_s": 30}}
+
+
+@pytest.fixture
+def as_alice(alice: Any, workspace: Any) -> Api:
+    return Api(alice)
 
 
 def spec(**services: Any) -> dict[str, Any]:
