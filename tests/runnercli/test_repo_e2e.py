@@ -3,9 +3,9 @@ real processes, a real git checkout with a commit and uncommitted work.
 
 Cases at `head`, `working` and `run` see exactly that content; four at once each get a
 worktree of their own; the member's checkout, `.git/index` and stash list are byte for byte
-as they were; no worktree stays registered after a case that ended, timed out, was canceled,
-or whose runner was killed with `kill -9` (the next `run` removes it); the member's `redact`
-patterns hide a token in what the server stores.
+as they were; no worktree stays registered after a case that ended, timed out, was canceled
+or handed back by Ctrl-C, or whose runner was killed with `kill -9` (the next `run` removes
+it); the member's `redact` patterns hide a token in what the server stores.
 """
 
 from __future__ import annotations
@@ -251,7 +251,7 @@ def wait_until(done: Callable[[], bool], what: str, timeout: float = 30) -> None
         time.sleep(0.1)
 
 
-def test_no_worktree_stays_after_a_kill_9_of_the_runner_a_timeout_or_a_cancel(
+def test_no_worktree_stays_after_a_kill_9_of_the_runner_a_timeout_a_cancel_or_ctrl_c(
     api: Api, alice: Any, tmp_path: Path, checkout: Path
 ) -> None:
     marks, flag = tmp_path / "marks", tmp_path / "hang"
@@ -296,9 +296,22 @@ def test_no_worktree_stays_after_a_kill_9_of_the_runner_a_timeout_or_a_cancel(
         api.ok("POST", f"/api/runs/{canceled_run}/cancel")
         wait_until(lambda: gone(int(pid)), "the canceled case is still running")
         wait_until(lambda: worktree_paths(checkout) == [], "a canceled case left its worktree")
+
+        # Ctrl-C twice while a case runs: the case is handed back, its worktree removed.
+        stopped_run = start_run(api, "hanger", "one", runner_id)
+        pid, cwd = wait_file(marks / "4.txt").split(" ", 1)
+        assert worktree_paths(checkout) == [cwd]
+        runner.popen.send_signal(signal.SIGINT)
+        wait_output(runner, "stopping: finishing 1 running case(s)")
+        runner.popen.send_signal(signal.SIGINT)
+        assert runner.popen.wait(30) == 0, runner.output()
+        assert "■ handed back" in runner.output()
+        assert gone(int(pid))
+        assert worktree_paths(checkout) == []
+        api.ok("POST", f"/api/runs/{stopped_run}/cancel")
     finally:
         flag.unlink(missing_ok=True)
-        assert runner.stop(signal.SIGTERM) == 0, runner.output()
+        runner.stop(signal.SIGTERM)
     assert api.wait_run(canceled_run)["status"] == "canceled"
     assert case_dirs(tmp_path) == []
     assert snapshot(checkout) == before
