@@ -14,6 +14,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 
+from mcpgateway.artifact_tools import ARTIFACT_TOOLS
 from mcpgateway.auth import EverdictTokenVerifier
 from mcpgateway.blob_tools import BLOB_TOOLS
 from mcpgateway.calls import guarded
@@ -34,7 +35,8 @@ artifacts of a case, uploaded in chunks before its result). A tool error whose s
 content says `retryable` is the server's passing trouble: send the call again.
 Personal tools (a personal API key, evk_…): pair_runner, list_runners, revoke_runner,
 list_api_keys, approve_device_pairing; start_run, get_run, list_results, list_runs,
-compare_runs, rerun, cancel_run."""
+compare_runs, rerun, cancel_run; get_case, get_artifact (a case whole, and the files it
+left)."""
 
 
 def strict_tool(fn: Callable[..., Any]) -> Tool:
@@ -63,7 +65,7 @@ def build_server() -> MCPServer:
             issuer_url=AnyHttpUrl(settings.EVERDICT_PUBLIC_URL or "http://127.0.0.1:8000"),
             resource_server_url=None,
         ),
-        tools=[strict_tool(guarded(fn)) for fn in [*PERSONAL_TOOLS, *RUN_TOOLS]],
+        tools=[strict_tool(guarded(fn)) for fn in [*PERSONAL_TOOLS, *RUN_TOOLS, *ARTIFACT_TOOLS]],
     )
     for tool in [*RUNNER_TOOLS, *BLOB_TOOLS]:
         server.add_tool(guarded(tool))

@@ -311,6 +311,5 @@ class CaseResult(models.Model):
         return f"{self.case} {self.verdict}"
 
 
-
 # Blobs and artifacts are models of this app, defined beside their services.
 from scorecards.blobs.models import Artifact, Blob, BlobUpload  # noqa: E402, F401
