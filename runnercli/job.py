@@ -1,7 +1,8 @@
 """One leased job: its case through the pipeline, with a heartbeat and a log meanwhile.
 
 The pipeline of a job (`runnercli.case.pipeline`): `Deliver` (first, so that answering for
-the lease comes last), `Allow` (the member's consent), `Prepare`, `Execute`, `Collect`.
+the lease comes last), `Allow` (the member's consent), `Prepare`, `Execute`, `Collect`,
+`Artifacts` (the files the case left, uploaded before the result names them).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import asyncio
 import contextlib
 
 from runnercli.case.allow import Allow
+from runnercli.case.artifacts import Artifacts
 from runnercli.case.collect import Collect
 from runnercli.case.deliver import Deliver
 from runnercli.case.execute import Execute
@@ -59,6 +61,12 @@ class Jobs:
             Prepare(),
             Execute(),
             Collect(self.session.tools),
+            Artifacts(
+                self.session.client,
+                self.delivery.shelf,
+                redactor=self.session.options.redactor,
+                abort=self.session.abort,
+            ),
         ]
 
     async def handle(self, job_run: JobRun) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runnercli.redact import Redactor
 from runnercli.trust import Entry
 
 CONSENT_TIMEOUT_S = 600.0
@@ -43,6 +44,8 @@ class RunOptions:
     once: bool = False
     # Where finished cases' results wait for the server's answer (beside the config file).
     spool_dir: Path | None = None
+    # The member's `redact` patterns, applied to what leaves the machine (None: none set).
+    redactor: Redactor | None = None
 
     @property
     def slots(self) -> int:
