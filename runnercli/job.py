@@ -3,7 +3,8 @@
 The pipeline of a job (`runnercli.case.pipeline`): `Deliver` (first, so that answering for
 the lease comes last), `Allow` (the member's consent), `Prepare`, `Repo` (a harness with a
 repo: the case runs in a worktree of the member's checkout), `Execute`, `Collect`, `Redact`
-(when the member set `redact` patterns).
+(when the member set `redact` patterns), `Artifacts` (the files the case left, uploaded
+before the result names them).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 import contextlib
 
 from runnercli.case.allow import Allow
+from runnercli.case.artifacts import Artifacts
 from runnercli.case.collect import Collect
 from runnercli.case.deliver import Deliver
 from runnercli.case.execute import Execute
@@ -66,6 +68,12 @@ class Jobs:
             Execute(),
             Collect(session.tools),
             *([Redact(session.redactor)] if session.redactor else []),
+            Artifacts(
+                session.client,
+                self.delivery.shelf,
+                redactor=session.redactor,
+                abort=session.abort,
+            ),
         ]
 
     def _repo(self) -> Repo:
