@@ -5,7 +5,8 @@ Cases at `head`, `working` and `run` see exactly that content; four at once each
 worktree of their own; the member's checkout, `.git/index` and stash list are byte for byte
 as they were; no worktree stays registered after a case that ended, timed out, was canceled
 or handed back by Ctrl-C, or whose runner was killed with `kill -9` (the next `run` removes
-it); the member's `redact` patterns hide a token in what the server stores.
+it); the member's `redact` patterns hide a token in what the server stores; a case that
+edits files leaves a `repo.diff` of just those edits, redacted, that applies at its start.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from __future__ import annotations
 import hashlib
 import json
 import signal
+import subprocess
 import sys
 import textwrap
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -372,3 +375,66 @@ def test_the_members_redact_patterns_hide_a_token_in_what_the_server_stores(
         *JobLogLine.objects.filter(run_id=run_id).values_list("line", flat=True),
     ]
     assert TOKEN not in repr(stored) and "hunter2" not in repr(stored)
+
+
+EDITOR = f"""
+    from pathlib import Path
+    Path("src/app.py").write_text("print('edited by the case')\\n")
+    Path("made").mkdir()
+    Path("made/report.txt").write_text("pushed with {TOKEN}\\n")
+    Path("README.md").unlink()
+    Path("logo.png").write_bytes(Path("logo.png").read_bytes() + bytes(range(256)))
+    print("edited")
+"""
+
+
+def download(api: Api, path: str) -> tuple[str, bytes]:
+    request = urllib.request.Request(
+        api.server.url + path, headers={"Authorization": f"Bearer {api.key}"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        return reply.headers["Content-Type"], reply.read()
+
+
+def test_a_case_that_edits_files_leaves_a_repo_diff_of_just_those_edits_redacted(
+    api: Api, alice: Any, tmp_path: Path, checkout: Path
+) -> None:
+    repo_harness(alice, tmp_path, "editor", EDITOR, [], "head")
+    one_case(alice, "one")
+    runner_id = map_and_pair(api, tmp_path, checkout)
+    config = tmp_path / "laptop.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "redact": ["ghp_\\w{36}"]}))
+    before = snapshot(checkout)
+    runner = start_runner(tmp_path, "laptop")
+    try:
+        run_id = start_run(api, "editor", "one", runner_id)
+        assert outputs(api.wait_run(run_id)) == {"c1": "edited\n"}
+    finally:
+        assert runner.stop(signal.SIGTERM) == 0, runner.output()
+
+    [listed] = api.ok("GET", f"/api/runs/{run_id}/cases/c1")["runs"][0]["result"]["artifacts"]
+    assert (listed["path"], listed["media_type"]) == ("repo.diff", "text/x-diff")
+    _, diff = download(api, listed["url"])
+    assert hashlib.sha256(diff).hexdigest() == listed["sha256"]
+    text = diff.decode()
+    headers = [line for line in text.splitlines() if line.startswith("diff --git")]
+    assert {line.split(" b/")[-1] for line in headers} == {
+        "src/app.py",
+        "made/report.txt",
+        "README.md",
+        "logo.png",
+    }
+    assert "-print(1)\n+print('edited by the case')\n" in text
+    assert "+pushed with [redacted]\n" in text and TOKEN not in text
+    assert "deleted file mode" in text and "GIT binary patch" in text
+
+    # It is a patch of the commit the case started from: a clone of it takes it back.
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(checkout), str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "apply", "-"], input=diff, check=True)
+    assert (clone / "src/app.py").read_text() == "print('edited by the case')\n"
+    assert (clone / "made/report.txt").read_text() == "pushed with [redacted]\n"
+    assert not (clone / "README.md").exists()
+    assert (clone / "logo.png").read_bytes() == PNG + bytes(range(256))
+    assert snapshot(checkout) == before
+    assert worktree_paths(checkout) == []
