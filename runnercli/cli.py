@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from runnercli.commands import check, pair, run, services, trust
+from runnercli.commands import check, pair, repo, run, services, trust
 from runnercli.config import runnercli_version
 from runnercli.submit import submit
 
@@ -25,6 +25,7 @@ for command in (
     check.doctor,
     trust.allow,
     trust.trust,
+    repo.repo,
     services.services,
     submit,
 ):

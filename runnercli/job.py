@@ -1,8 +1,11 @@
 """One leased job: its case through the pipeline, with a heartbeat and a log meanwhile.
 
 The pipeline of a job (`runnercli.case.pipeline`): `Deliver` (first, so that answering for
-the lease comes last), `Allow` (the member's consent), `Prepare`, `Services` (when the harness
-has services), `Execute`, `Collect`.
+the lease comes last), `Allow` (the member's consent), `Prepare`, `Repo` (a harness with a
+repo: the case runs in a worktree of the member's checkout), `Services` (a harness with
+services: its topology acquired, the case's own started), `Execute`, `Collect`, `Redact`
+(when the member set `redact` patterns), `Artifacts` (the files the case left, uploaded
+before the result names them).
 """
 
 from __future__ import annotations
@@ -11,11 +14,14 @@ import asyncio
 import contextlib
 
 from runnercli.case.allow import Allow
+from runnercli.case.artifacts import Artifacts
 from runnercli.case.collect import Collect
 from runnercli.case.deliver import Deliver
 from runnercli.case.execute import Execute
 from runnercli.case.pipeline import CaseContext, Pipeline, Stage
 from runnercli.case.prepare import Prepare
+from runnercli.case.redact import Redact
+from runnercli.case.repo import Repo
 from runnercli.case.services import Services
 from runnercli.caselog import CaseLog
 from runnercli.consent import Consent
@@ -44,9 +50,7 @@ class Jobs:
     ) -> None:
         self.session = session
         options = session.options
-        self.services = services or RunnerServices(
-            options.services, options.capabilities, session.status
-        )
+        self.services = services or RunnerServices(options, session.worktrees, session.status)
         self.slots = slots
         self.consent = consent
         self.heartbeats = heartbeats
@@ -55,27 +59,49 @@ class Jobs:
 
     def stages(self, job_run: JobRun, log: CaseLog) -> list[Stage]:
         """The pipeline of one job's case."""
-        stages: list[Stage] = [
+        session, spec = self.session, job_run.job.harness.spec
+        return [
             Deliver(
-                self.session,
+                session,
                 self.delivery,
                 self.pauses,
                 log=log,
                 on_over=lambda: self._over(job_run),
             ),
-            Allow(self.consent, self.session),
+            Allow(self.consent, session),
             Prepare(),
+            *([self._repo()] if spec.repo is not None else []),
+            *([self._services()] if spec.services else []),
+            Execute(),
+            Collect(session.tools),
+            *([Redact(session.redactor)] if session.redactor else []),
+            Artifacts(
+                session.client,
+                self.delivery.shelf,
+                redactor=session.redactor,
+                abort=session.abort,
+            ),
         ]
-        if job_run.job.harness.spec.services:
-            stages.append(Services(self.services.topologies, no_docker=self.services.no_docker))
-        return [*stages, Execute(), Collect(self.session.tools)]
+
+    def _services(self) -> Services:
+        return Services(self.services.topologies, no_docker=self.services.no_docker)
+
+    def _repo(self) -> Repo:
+        session = self.session
+        return Repo(
+            session.worktrees,
+            session.options.repos,
+            max_diff_bytes=lambda: session.client.limits.max_artifact_bytes,
+        )
 
     async def handle(self, job_run: JobRun) -> bool:
         """Run one leased job and report it; return whether the server took the report."""
         session, job = self.session, job_run.job
         session.running[job.job_id] = job_run
         session.show()
-        log = job_run.log = CaseLog(session.client, job.job_id, job_run.epoch)
+        log = job_run.log = CaseLog(
+            session.client, job.job_id, job_run.epoch, redact=session.redactor.text
+        )
         log.on_resumed = lambda: self.heartbeats.resumed_elsewhere(job_run)
         heartbeat = asyncio.create_task(self.heartbeats.keep(job_run))
         case = CaseContext(job_run, stderr_lines=[log.add], notes=[log.add])

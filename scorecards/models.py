@@ -309,3 +309,7 @@ class CaseResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.case} {self.verdict}"
+
+
+# Blobs and artifacts are models of this app, defined beside their services.
+from scorecards.blobs.models import Artifact, Blob, BlobUpload  # noqa: E402, F401

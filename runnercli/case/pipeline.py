@@ -28,7 +28,7 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from runnercli.argv import StartError
 from runnercli.case.streams import ChunkSink, LineSink
@@ -119,6 +119,9 @@ class CaseContext:
     outcome: RunOutcome | None = None
     # The case's output when not stdout itself (the final text of a parsed stream).
     output: str | None = None
+    # What stages add to the result's fingerprint, by its field (`repo`: the repo state the
+    # case ran on), as the fingerprint's own models.
+    fingerprint: dict[str, Any] = field(default_factory=dict)
     result: CaseResult | None = None
     artifacts: list[Artifact] = field(default_factory=list)
     ending: Ending | None = None

@@ -6,7 +6,6 @@ import asyncio
 import gc
 import shlex
 import sys
-from pathlib import Path
 
 import click
 
@@ -17,6 +16,8 @@ from runnercli.commands.common import (
     capability_option,
     check_capabilities,
     check_entries,
+    check_redact,
+    check_repos,
     check_server,
     check_token,
     config_option,
@@ -26,7 +27,6 @@ from runnercli.commands.common import (
     token_option,
 )
 from runnercli.config import (
-    ConfigError,
     RunnerConfig,
     config_path,
     detected_capabilities,
@@ -41,9 +41,7 @@ from runnercli.options import (
     RunOptions,
     ServiceSettings,
 )
-from runnercli.protocol import MAX_WAIT_MS
-from runnercli.protocol.names import RepoNameError
-from runnercli.repos.mapping import MappingError, config_data_load, repos_of
+from runnercli.protocol import MAX_WAIT_MS, repo_capability
 from runnercli.services.records import services_dir_for
 from runnercli.spool import spool_dir_for
 from runnercli.status import StatusLine
@@ -86,6 +84,13 @@ from runnercli.trust import Entry, TrustError, parse_entries, server_key
     help="Seconds to wait for your answer on the terminal before refusing the case.",
 )
 @click.option(
+    "--no-files",
+    is_flag=True,
+    help="Answer no page's request for a running case's files (they stay on this machine).",
+)
+@click.option("--no-screens", is_flag=True, help="Send no screens of a running case.")
+@click.option("--no-trace", is_flag=True, help="Send no trace of a case (its steps stay here).")
+@click.option(
     "--services-idle-s",
     type=click.FloatRange(0, 7 * 24 * 3600),
     default=SERVICES_IDLE_S,
@@ -111,6 +116,9 @@ def run(
     allow: tuple[str, ...],
     allow_any: bool,
     consent_timeout: float,
+    no_files: bool,
+    no_screens: bool,
+    no_trace: bool,
     services_idle_s: float,
     max_service_starts: int,
     insecure: bool,
@@ -119,13 +127,17 @@ def run(
     """Pull jobs for this machine and run them until stopped (Ctrl-C drains, twice aborts).
 
     A harness version you have not allowed (`--allow`, `python -m runnercli allow`) is
-    shown in full and asked about on a terminal, refused without one.
+    shown in full and asked about on a terminal, refused without one. Mapped repos
+    (`python -m runnercli repo add`) are offered as capabilities repo:NAME; the config's
+    `redact` patterns hide what they match in everything that leaves this machine.
     """
     path, config = load_config(config_file)
     if allow_any and allow:
         raise click.UsageError("--allow-any runs anything: it cannot be combined with --allow")
     server = check_server(server or config.server, insecure=insecure or config.insecure)
     token = check_token(token or config.token)
+    redactor, repos = check_redact(path, config), check_repos(path, config)
+    withheld = {"files": no_files, "screens": no_screens, "trace": no_trace}
     consent = ConsentSettings(
         trust_file=trust_path(path),
         server=server,
@@ -136,35 +148,36 @@ def run(
         ask=sys.stdin.isatty() and sys.stdout.isatty(),
         timeout_s=consent_timeout,
         command_options=_command_options(config_file, server, config),
+        withheld=frozenset(name for name, kept in withheld.items() if kept),
+        redact_patterns=len(redactor.patterns),
     )
     options = RunOptions(
         capabilities=merge_capabilities(
-            config.capabilities, check_capabilities(capabilities), detected_capabilities()
+            config.capabilities,
+            check_capabilities(capabilities),
+            detected_capabilities(),
+            [repo_capability(name) for name in sorted(repos)],
         ),
         consent=consent,
         max_concurrent=max_concurrent,
         wait_ms=wait_ms,
         once=once,
         spool_dir=spool_dir_for(path),
+        repos=repos,
+        redactor=redactor,
+        no_files=no_files,
+        no_screens=no_screens,
+        no_trace=no_trace,
         services=ServiceSettings(
             idle_s=services_idle_s,
             max_starts=max_service_starts,
             runner=str(config.runner_id or config.label or "local"),
             records_dir=services_dir_for(path),
-            repos=_repos(path),
         ),
     )
     # What is loaded by now lives as long as the runner: kept out of every collection.
     gc.freeze()
     sys.exit(asyncio.run(_run(server, token, options)))
-
-
-def _repos(path: Path) -> dict[str, str]:
-    """The member's mapped repos (`repo add`), for services that run in a worktree."""
-    try:
-        return repos_of(config_data_load(path))
-    except (ConfigError, MappingError, RepoNameError) as exc:
-        raise click.ClickException(f"{path}: {exc}") from exc
 
 
 def _standing(config: RunnerConfig) -> list[Entry]:

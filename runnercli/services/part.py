@@ -10,7 +10,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from runnercli.options import ServiceSettings
+from runnercli.options import RunOptions
+from runnercli.repos import Worktrees
 from runnercli.services.inventory import Inventory
 from runnercli.services.presence import DockerPresence
 from runnercli.services.records import Records
@@ -20,10 +21,9 @@ from runnercli.status import StatusLine
 
 
 class RunnerServices:
-    def __init__(
-        self, settings: ServiceSettings, capabilities: list[str], status: StatusLine
-    ) -> None:
+    def __init__(self, options: RunOptions, worktrees: Worktrees, status: StatusLine) -> None:
         self.status = status
+        settings = options.services
         records_dir = settings.records_dir or Path(tempfile.gettempdir()) / (
             f"everdict-services-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
         )
@@ -31,11 +31,12 @@ class RunnerServices:
             Records(records_dir),
             runner=settings.runner,
             max_starts=settings.max_starts,
-            repos=dict(settings.repos),
+            repos=options.repos,
             say=status.event,
+            worktrees=worktrees,
         )
         self.topologies = Topologies(self.runtime, idle_s=settings.idle_s)
-        self.presence = DockerPresence(capabilities, status.event)
+        self.presence = DockerPresence(options.capabilities, status.event)
         self.inventory = Inventory(self.runtime.engine, self.runtime.records)
         self._presence_task: asyncio.Task[None] | None = None
 

@@ -28,19 +28,20 @@ WEB = {"run": ["npm", "run", "dev", "--", "--port", "{port}"], "cwd": "case", "s
 
 
 def test_the_prompt_shows_each_service_in_full() -> None:
-    lines = describe(service_job({"db": DB, "web": WEB}))
-    shown = "\n".join(lines)
+    shown = "\n".join(describe(service_job({"db": DB, "web": WEB})))
     assert (
-        "  service db: container postgres:16 running 'postgres' '-c' 'fsync=off', ports 5432, "
-        "8080 on 127.0.0.1; once per version, kept warm"
+        "  service:     db: container 'postgres:16', command 'postgres' '-c' 'fsync=off', "
+        "ports 5432, 8080 on 127.0.0.1 (shared by this version's cases)"
     ) in shown
-    assert "env: POSTGRES_PASSWORD='pw'; ready: tcp :5432 within 30s" in shown
+    assert "db env POSTGRES_PASSWORD='pw'" in shown
+    assert "db ready: tcp :5432 within 30s" in shown
     assert (
-        "  service web: process 'npm' 'run' 'dev' '--' '--port' '{port}' (argv, no shell" in shown
-    )
-    assert "in the case's directory, on a free port; per case" in shown
-    assert "ready: http GET /health on its {port} answering 200 within 60s" in shown
-    assert "service db: container postgres:16" in one_line(service_job({"db": DB}))
+        "  service:     web: process 'npm' 'run' 'dev' '--' '--port' '{port}' in the case's "
+        "directory, on a free port (one per case)"
+    ) in shown
+    assert "web ready: http GET /health on its {port} answering 200 within 60s" in shown
+    assert "needs:       docker" in shown
+    assert "service: db: container 'postgres:16'" in one_line(service_job({"db": DB}))
 
 
 @pytest.mark.e2e

@@ -18,9 +18,11 @@ from runnercli.case.collect import Collect
 from runnercli.case.execute import Execute
 from runnercli.case.pipeline import CaseContext, Failed, Pipeline
 from runnercli.case.prepare import Prepare
+from runnercli.case.repo import Repo
 from runnercli.case.services import Services
 from runnercli.services import NoDocker, ServiceError, Topologies, Where
 from tests.runnercli.fakes import held
+from tests.runnercli.gitrepos import make_checkout, snapshot, worktree_paths
 from tests.runnercli.servicejobs import runtime, script_service, service_job, web
 
 
@@ -273,3 +275,45 @@ def test_the_stage_puts_what_the_services_logged_during_the_case_in_its_log(
     # What it said during this case alone: its probe's `GET /` came before.
     assert any('"GET /missing HTTP/1.1" 404' in line for line in logged), logged
     assert not any('"GET / HTTP' in line for line in logged), logged
+
+
+def test_a_version_service_in_the_repo_has_a_worktree_of_its_own_and_a_case_one_the_cases(
+    tmp_path: Path, script: Any
+) -> None:
+    checkout = tmp_path / "app"
+    make_checkout(checkout)
+    before = snapshot(checkout)
+    topologies = Topologies(runtime(tmp_path, repos={"acme/app": str(checkout)}), idle_s=60)
+    repo = {"name": "acme/app", "ref": "head"}
+    in_repo = web(cwd="repo")
+    fetch = script(
+        """
+        import os, sys, urllib.request
+        for url in sys.argv[1:]:
+            print(urllib.request.urlopen(url + "/src/app.py", timeout=5).read().decode().strip())
+        """
+    )
+    command = [*fetch, "{service.shared.url}", "{service.own.url}"]
+    job = service_job(
+        {"shared": in_repo, "own": {**in_repo, "scope": "case"}}, command=command, repo=repo
+    )
+    case = CaseContext(held(job))
+
+    async def main() -> None:
+        runtime = topologies.runtime
+        repo_stage = Repo(runtime.worktrees, runtime.repos, max_diff_bytes=lambda: 1 << 20)
+        await Pipeline([Prepare(), repo_stage, Services(topologies), Execute(), Collect()]).run(
+            case
+        )
+        shared = topologies.warm()[0]
+        assert shared.places.worktree is not None
+        assert shared.places.worktree.path.parent.name.startswith("everdict-service-")
+        assert len(worktree_paths(checkout)) == 1  # the case's own went with the case
+        await topologies.close()
+
+    asyncio.run(main())
+    assert case.ending is None and case.result is not None, case.ending
+    # Both at HEAD's commit: the member's uncommitted `print(2)` is in neither.
+    assert case.result.output.split() == ["print(1)", "print(1)"]
+    assert worktree_paths(checkout) == []
+    assert snapshot(checkout) == before
