@@ -44,9 +44,13 @@ class Found:
 
 
 class Inventory:
-    def __init__(self, engine: Engine, records: Records) -> None:
+    def __init__(
+        self, engine: Engine, records: Records, worktrees: Worktrees | None = None
+    ) -> None:
         self.engine = engine
         self.records = records
+        # The runner's own, when it has one: one lock per checkout for all its worktrees.
+        self.worktrees = worktrees or Worktrees()
         self.docker_problem: str | None = None
 
     async def find(self, runner: str | None = None) -> list[Found]:
@@ -116,6 +120,6 @@ class Inventory:
         made for their processes; return what was removed."""
         gone = [item for item in await self.find(runner) if not item.live]
         await self.remove(gone)
-        await Worktrees().remove_leftovers(checkouts, root=tmp_root, prefix=SERVICE_DIR_PREFIX)
+        await self.worktrees.remove_leftovers(checkouts, root=tmp_root, prefix=SERVICE_DIR_PREFIX)
         await asyncio.to_thread(sweep_case_dirs, tmp_root, SERVICE_DIR_PREFIX)
         return gone

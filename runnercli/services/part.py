@@ -37,7 +37,7 @@ class RunnerServices:
         )
         self.topologies = Topologies(self.runtime, idle_s=settings.idle_s)
         self.presence = DockerPresence(options.capabilities, status.event)
-        self.inventory = Inventory(self.runtime.engine, self.runtime.records)
+        self.inventory = Inventory(self.runtime.engine, self.runtime.records, worktrees)
         self._presence_task: asyncio.Task[None] | None = None
 
     async def begin(self) -> None:
