@@ -1,8 +1,5 @@
-"""Whether a Docker daemon answers: `GET /_ping` on the Engine API, without the docker SDK.
-
-The capability `docker` is declared only while this answers, whether or not the SDK (the
-optional extra `everdict[docker]`) is installed: a harness may drive `docker` itself.
-"""
+"""Whether a Docker daemon answers: `GET /_ping` on the Engine API, a cheap call that needs
+no docker SDK (a TLS daemon is asked through the SDK, which reads its certificates)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The capability `docker`, declared only while a Docker daemon answers.
+"""The capability `docker`, declared only while the docker SDK imports and a Docker daemon
+answers (what a container service needs).
 
 Checked when the runner starts (before its `hello`), every RECHECK_S after, and whenever a
 case finds no daemon; the runner's capability list is changed in place, so its next
@@ -13,6 +14,14 @@ from collections.abc import Callable
 from runnercli.services.daemon import daemon_problem
 
 CAPABILITY = "docker"
+
+
+def sdk_problem() -> str | None:
+    try:
+        import docker  # noqa: F401
+    except ImportError:
+        return "the docker SDK is not installed: pip install 'everdict[docker]'"
+    return None
 RECHECK_S = 30.0
 
 
@@ -27,7 +36,7 @@ class DockerPresence:
 
     async def check(self) -> str | None:
         """Ask the daemon; keep `docker` among the capabilities only when it answers."""
-        problem = await daemon_problem()
+        problem = sdk_problem() or await daemon_problem()
         had = CAPABILITY in self.capabilities
         if problem is None and not had:
             self.capabilities.append(CAPABILITY)

@@ -20,7 +20,8 @@ from runnercli.case.pipeline import CaseContext, Failed, Pipeline
 from runnercli.case.prepare import Prepare
 from runnercli.case.repo import Repo
 from runnercli.case.services import Services
-from runnercli.services import NoDocker, ServiceError, Topologies, Where
+from runnercli.services import DockerPresence, NoDocker, ServiceError, Topologies, Where
+from tests.required import docker_problem
 from tests.runnercli.fakes import held
 from tests.runnercli.gitrepos import make_checkout, snapshot, worktree_paths
 from tests.runnercli.servicejobs import runtime, script_service, service_job, web
@@ -317,3 +318,21 @@ def test_a_version_service_in_the_repo_has_a_worktree_of_its_own_and_a_case_one_
     assert case.result.output.split() == ["print(1)", "print(1)"]
     assert worktree_paths(checkout) == []
     assert snapshot(checkout) == before
+
+
+def test_docker_is_a_capability_only_while_a_daemon_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    said: list[str] = []
+    capabilities = ["python", "docker"]
+    presence = DockerPresence(capabilities, said.append)
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-such.sock")
+    problem = asyncio.run(presence.check())
+    assert capabilities == ["python"]
+    assert problem is not None and "no Docker daemon answers at unix://" in problem
+    if docker_problem() is not None:
+        return
+    monkeypatch.undo()  # the daemon `make test` starts answers again
+    assert asyncio.run(presence.check()) is None
+    assert capabilities == ["python", "docker"]
+    assert said == ["Docker daemon answers: capability docker"]
