@@ -72,13 +72,15 @@ def test_every_protocol_3_key_a_harness_sets_is_shown_in_full() -> None:
     assert "output:      claude-stream-json" in lines
     assert (
         "service:     db: container 'postgres:16', command 'postgres' '-c' 'fsync=off', "
-        "ports 5432, 5433 (shared by this version's cases)"
+        "ports 5432, 5433 on 127.0.0.1 (shared by this version's cases)"
     ) in lines
     assert "db env POSTGRES_PASSWORD='pw'" in lines
+    assert "db ready: tcp :5432 within 60s" in lines
     assert (
         "service:     web: process 'npm' 'run' 'dev' '--' '--port' '{port}' in the repo's "
-        "worktree (one per case)"
+        "worktree, on a free port (one per case)"
     ) in lines
+    assert "web ready: http GET /health on its {port} answering 200 within 60s" in lines
     assert "slots:       2 of this runner's slots per case" in lines
     assert "judge:       'claude' '-p' '--model' 'opus'" in lines
     assert "3 votes, timeout 300 s, needs claude" in lines
