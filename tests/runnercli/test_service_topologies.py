@@ -336,3 +336,36 @@ def test_docker_is_a_capability_only_while_a_daemon_answers(
     assert asyncio.run(presence.check()) is None
     assert capabilities == ["python", "docker"]
     assert said == ["Docker daemon answers: capability docker"]
+
+
+SLOW_TO_LISTEN = """
+    import http.server, sys, time
+    time.sleep(0.8)
+    handler = http.server.SimpleHTTPRequestHandler
+    http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), handler).serve_forever()
+"""
+
+
+@pytest.mark.parametrize("max_starts", [1, 3])
+def test_starts_are_bounded_so_a_burst_does_not_start_everything_at_once(
+    tmp_path: Path, max_starts: int
+) -> None:
+    topologies = Topologies(runtime(tmp_path, max_starts=max_starts), idle_s=60)
+    jobs = [
+        service_job({"api": script_service(tmp_path, SLOW_TO_LISTEN, env={"V": str(n)})})
+        for n in range(3)
+    ]
+
+    async def main() -> list[float]:
+        got = await asyncio.gather(*(topologies.acquire(job) for job in jobs))
+        pids = [t.services["api"].record.pid for t in got]  # type: ignore[attr-defined]
+        began = sorted(psutil.Process(pid).create_time() for pid in pids)
+        await topologies.close()
+        return began
+
+    began = asyncio.run(main())
+    spread = began[-1] - began[0]
+    if max_starts == 1:
+        assert spread >= 1.5, began  # one after the other, each once the one before is ready
+    else:
+        assert spread < 0.8, began  # all at once: none waited for another to be ready
