@@ -150,6 +150,20 @@ def test_the_idle_runners_benchmark_parks_runners_in_the_window_hello_offers(
 
 
 @pytest.mark.timeout(120)
+def test_the_artifacts_benchmark_uploads_beside_a_plain_post(tmp_path: Path) -> None:
+    result = bench("artifacts", ["--blobs", "2", "--mib", "0.25", "--rounds", "2"], tmp_path)
+    (row,) = result["rows"]
+    assert row["figure"] == "artifact upload, 2 x 0.25 MiB (median of 2)"
+    assert row["value"].endswith(" MiB/s")
+    assert row["baseline"].startswith("plain HTTP POST ")
+    assert row["ratio"].endswith("%")
+    cpu, chunks = result["notes"]
+    assert cpu.startswith("CPU per MiB uploaded: server ")
+    # A quarter MiB is one chunk; sent again, the held blobs cost no chunk at all.
+    assert chunks.startswith("1.0 put_blob chunks per blob") and chunks.endswith("0 chunks sent")
+
+
+@pytest.mark.timeout(120)
 def test_the_services_benchmark_times_a_warm_topology_beside_no_services(tmp_path: Path) -> None:
     from tests.required import docker_problem
 

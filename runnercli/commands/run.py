@@ -137,7 +137,6 @@ def run(
     server = check_server(server or config.server, insecure=insecure or config.insecure)
     token = check_token(token or config.token)
     redactor, repos = check_redact(path, config), check_repos(path, config)
-    withheld = {"files": no_files, "screens": no_screens, "trace": no_trace}
     consent = ConsentSettings(
         trust_file=trust_path(path),
         server=server,
@@ -148,7 +147,6 @@ def run(
         ask=sys.stdin.isatty() and sys.stdout.isatty(),
         timeout_s=consent_timeout,
         command_options=_command_options(config_file, server, config),
-        withheld=frozenset(name for name, kept in withheld.items() if kept),
         redact_patterns=len(redactor.patterns),
     )
     options = RunOptions(
@@ -175,6 +173,7 @@ def run(
             records_dir=services_dir_for(path),
         ),
     )
+    consent.withheld = options.withheld
     # What is loaded by now lives as long as the runner: kept out of every collection.
     gc.freeze()
     sys.exit(asyncio.run(_run(server, token, options)))

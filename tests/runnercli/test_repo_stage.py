@@ -21,6 +21,7 @@ from runnercli.case.prepare import Prepare
 from runnercli.case.repo import Repo
 from runnercli.protocol import CaseJob, HarnessSpec, harness_digest
 from runnercli.repos import DIFF_CUT_MARKER, Worktrees
+from tests.runnercli.blob_server import BlobServerClient
 from tests.runnercli.fakes import fake_client, fake_session, held
 from tests.runnercli.gitrepos import PNG, PNG2, git, make_checkout, snapshot, worktree_paths
 from tests.runnercli.test_job import handle
@@ -338,19 +339,27 @@ def test_a_case_whose_task_is_cancelled_leaves_no_worktree(
 def test_a_leased_job_runs_in_its_worktree_and_its_result_names_the_repo(
     checkout: Path, cases_root: Path, script: Script
 ) -> None:
-    session = fake_session(repos={NAME: str(checkout)})
+    # A server holding blobs: the case's repo.diff is uploaded before its result names it.
+    client = BlobServerClient()
+    session = fake_session(client, repos={NAME: str(checkout)})
     assert handle(session, repo_job([*script(READER), "{repo.path}"], "working"))
-    (sent,) = fake_client(session).of("submit_job_result")
+    (sent,) = client.of("submit_job_result")
     result = sent["result"]
     assert json.loads(result.output)["app"] == "print(2)\n"
+    # The case changed nothing: its diff is empty, and named all the same.
+    (diff,) = result.artifacts
+    assert (diff.path, diff.size, diff.media_type) == ("repo.diff", 0, "text/x-diff")
+    assert client.blobs[diff.sha256] == b""
     assert result.fingerprint.repo.model_dump() == {
         "name": NAME,
         "sha": git(checkout, "rev-parse", "HEAD"),
         "dirty": True,
         "base": "working",
     }
+    logged = [line for call in client.of("report_case_log") for line in call["lines"]]
     assert any(
-        line.startswith("repo acme/app: its own worktree at HEAD plus") for line in result.log_tail
+        line.startswith("repo acme/app: its own worktree at HEAD plus the uncommitted changes")
+        for line in logged + result.log_tail
     )
     assert worktree_paths(checkout) == []
 
