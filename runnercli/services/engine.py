@@ -203,7 +203,10 @@ class Engine:
         with an empty value: any value)."""
         wanted = [f"{key}={value}" if value else key for key, value in labels.items()]
         client = self.client()
-        containers = await self.call(client.containers.list, all=True, filters={"label": wanted})
+        # A container removed meanwhile (a topology stopping) is left out, not an error.
+        containers = await self.call(
+            client.containers.list, all=True, filters={"label": wanted}, ignore_removed=True
+        )
         networks = await self.call(client.networks.list, filters={"label": wanted})
         return containers, networks
 

@@ -22,6 +22,8 @@ def sdk_problem() -> str | None:
     except ImportError:
         return "the docker SDK is not installed: pip install 'everdict[docker]'"
     return None
+
+
 RECHECK_S = 30.0
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from runnercli.services.records import services_dir_for
 from tests.runnercli.servicejobs import service_job, web
 
 DEAD_RUNNER = f"{2**22}:1"  # above the kernel's pid_max: no such process
+# This session's topologies are its own, whatever another left on the same machine.
+SESSION = {"EVERDICT_TEST_SESSION": uuid.uuid4().hex}
 
 
 def cli(config: Path, *args: str) -> str:
@@ -40,7 +43,8 @@ def left_behind(config: Path, tmp_path: Path, services: dict[str, Any]) -> Topol
 
 def test_list_shows_what_a_stopped_runner_left_and_prune_removes_it(tmp_path: Path) -> None:
     config = tmp_path / "runner.json"
-    left_behind(config, tmp_path, {"web": web()})
+    job = service_job({"web": web(env=SESSION)})
+    left_behind(config, tmp_path, {"web": web(env=SESSION)})
     (record,) = Records(services_dir_for(config)).all()
     assert psutil.pid_exists(record.pid)
 
@@ -49,10 +53,10 @@ def test_list_shows_what_a_stopped_runner_left_and_prune_removes_it(tmp_path: Pa
     assert f"web (process {record.pid} on :{record.port}, running)" in listed
 
     pruned = cli(config, "prune")
-    assert "✓ pruned 1 topology" in pruned
+    assert f"removed {job.harness.digest[:16]} of runner 7" in pruned
     assert not psutil.pid_exists(record.pid) or psutil.Process(record.pid).status() == "zombie"
     assert Records(services_dir_for(config)).all() == []
-    assert "no service topologies" in cli(config, "list")
+    assert job.harness.digest[:16] not in cli(config, "list")
 
 
 @pytest.mark.docker
@@ -62,7 +66,7 @@ def test_stop_removes_the_topologies_named_containers_and_networks_too(tmp_path:
 
     config = tmp_path / "runner.json"
     box = {"image": busybox_image(), "command": HTTPD, "ports": [8080],
-           "ready": {"http": "/", "port": 8080}}  # fmt: skip
+           "ready": {"http": "/", "port": 8080}, "env": SESSION}  # fmt: skip
     topologies = left_behind(config, tmp_path, {"box": box, "web": web()})
     (topology,) = topologies.warm()
     listed = cli(config, "list")

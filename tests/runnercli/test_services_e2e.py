@@ -23,7 +23,9 @@ import pytest
 from django.test import Client
 
 from accounts.services import api_key_create
+from runnercli.protocol import HarnessSpec, harness_digest
 from scorecards.links import case_url
+from scorecards.models import HarnessVersion
 from tests.live import daphne, scheduler
 from tests.runnercli.dockerimages import HTTPD, PAGE, busybox_image
 from tests.runnercli.servicejobs import HTTP_SERVER
@@ -86,13 +88,12 @@ def test_four_cases_share_a_topology_a_second_version_has_its_own_and_idle_ones_
     try:
         wait_output(runner, "connected to")
         first = api.wait_run(api.start_run("site", "pages", f"self:{runner_id}", 4), timeout=90)
-        v1 = {c.labels["everdict.topology"] for c in labelled("")[0]}
-        containers, networks = _topology(v1)
+        containers, networks = labelled(digest_of("site", 1))
         container_harness(alice, tmp_path, "site", GREETING="v2")  # version 2
         second = api.wait_run(api.start_run("site", "pages", f"self:{runner_id}", 4), timeout=90)
-        everything = labelled("")[0]
-        assert len({c.labels["everdict.topology"] for c in everything}) == 2
-        _wait_gone(runner, timeout=30)
+        both = [digest_of("site", 1), digest_of("site", 2)]
+        assert [len(labelled(digest)[0]) for digest in both] == [1, 1]
+        _wait_gone(runner, both, timeout=30)
     finally:
         assert runner.stop(signal.SIGTERM) == 0, runner.output()
     assert first["status"] == "succeeded", first
@@ -105,16 +106,17 @@ def test_four_cases_share_a_topology_a_second_version_has_its_own_and_idle_ones_
     assert "idle for 6s: stopping" in runner.output()
 
 
-def _topology(digests: set[str]) -> tuple[list[Any], list[Any]]:
-    (digest,) = digests
-    return labelled(digest)
+def digest_of(name: str, version: int) -> str:
+    """The digest of a stored harness version: its topology's `everdict.topology` label."""
+    spec = HarnessVersion.objects.get(name=name, version=version).spec
+    return harness_digest(HarnessSpec.model_validate(spec))
 
 
-def _wait_gone(runner: Any, timeout: float) -> None:
+def _wait_gone(runner: Any, digests: list[str], timeout: float) -> None:
     import time
 
     deadline = time.monotonic() + timeout
-    while labelled("") != ([], []):
+    while any(labelled(digest) != ([], []) for digest in digests):
         assert time.monotonic() < deadline, runner.output()
         time.sleep(0.2)
 
@@ -131,11 +133,12 @@ def test_ctrl_c_stops_the_topologies_and_the_next_run_removes_what_a_kill_9_left
         wait_output(runner, "connected to")
         run = api.wait_run(api.start_run("site", "pages", f"self:{runner_id}", 2), timeout=90)
         assert run["status"] == "succeeded", run
-        assert len(labelled("")[0]) == 1  # warm: the idle time is 300 s
+        digest = digest_of("site", 1)
+        assert len(labelled(digest)[0]) == 1  # warm: the idle time is 300 s
     finally:
         code = runner.stop(signal.SIGINT)
     assert code == 0, runner.output()
-    assert labelled("") == ([], []), runner.output()
+    assert labelled(digest) == ([], []), runner.output()
 
     killed = start_runner(tmp_path, "laptop", "--max-concurrent", "2")
     try:
@@ -144,13 +147,13 @@ def test_ctrl_c_stops_the_topologies_and_the_next_run_removes_what_a_kill_9_left
     finally:
         killed.popen.kill()
         killed.popen.wait(10)
-    left = labelled("")
+    left = labelled(digest)
     assert len(left[0]) == 1 and len(left[1]) == 1  # a kill -9 stops nothing
 
     again = start_runner(tmp_path, "laptop")
     try:
         wait_output(again, "connected to")
-        assert labelled("") == ([], [])
+        assert labelled(digest) == ([], [])
     finally:
         assert again.stop(signal.SIGTERM) == 0, again.output()
     output = again.output()
