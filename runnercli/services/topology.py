@@ -14,7 +14,6 @@ import contextlib
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol
 
 from runnercli.protocol import CaseJob, ImageFingerprint, ServiceSpec
@@ -217,7 +216,3 @@ class Topology:
     def describe(self) -> str:
         parts = [f"{name} at {endpoint.url}" for name, endpoint in self.endpoints().items()]
         return f"{self.title} ({self.scope}): {', '.join(parts)}"
-
-
-def path_or_none(value: str | None) -> Path | None:
-    return Path(value) if value else None
