@@ -369,3 +369,23 @@ def test_starts_are_bounded_so_a_burst_does_not_start_everything_at_once(
         assert spread >= 1.5, began  # one after the other, each once the one before is ready
     else:
         assert spread < 0.8, began  # all at once: none waited for another to be ready
+
+
+def test_the_stage_says_no_docker_daemon_and_ends_the_case_as_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-such.sock")
+    topologies = Topologies(runtime(tmp_path))
+    container = {"image": "postgres:16", "ports": [5432], "ready": {"tcp": 5432}}
+    case = CaseContext(held(service_job({"db": container})))
+    said: list[str] = []
+
+    async def main() -> None:
+        stages = [Prepare(), Services(topologies, no_docker=said.append), Execute(), Collect()]
+        await Pipeline(stages).run(case)
+
+    asyncio.run(main())
+    assert isinstance(case.ending, Failed) and case.ending.verb == "error"
+    assert case.ending.summary.startswith("service db needs Docker: no Docker daemon answers")
+    assert said == [case.ending.summary]
+    assert case.outcome is None  # the harness never started
