@@ -19,6 +19,7 @@ from mcpgateway.calls import guarded
 from mcpgateway.personal_tools import PERSONAL_TOOLS
 from mcpgateway.run_tools import RUN_TOOLS
 from mcpgateway.runner_tools import RUNNER_TOOLS
+from mcpgateway.trace_tools import TRACE_TOOLS
 
 MCP_PATH = "/mcp"
 # Room for the largest valid result (1 MiB output + 64 KiB stderr tail) even when JSON
@@ -28,7 +29,8 @@ MAX_REQUEST_BODY_BYTES = 8 * 1024 * 1024
 INSTRUCTIONS = """\
 Everdict runs evaluation suites on members' own machines.
 Runner tools (a runner token, rnr_…): hello, lease_job, heartbeat_job, submit_job_result,
-submit_job_results, fail_job, release_job, report_case_log. A tool error whose structured
+submit_job_results, fail_job, release_job, report_case_log; report_case_trace,
+report_case_screen (a running case's trace and screen). A tool error whose structured
 content says `retryable` is the server's passing trouble: send the call again.
 Personal tools (a personal API key, evk_…): pair_runner, list_runners, revoke_runner,
 list_api_keys, approve_device_pairing; start_run, get_run, list_results, list_runs,
@@ -63,7 +65,7 @@ def build_server() -> MCPServer:
         ),
         tools=[strict_tool(guarded(fn)) for fn in [*PERSONAL_TOOLS, *RUN_TOOLS]],
     )
-    for tool in RUNNER_TOOLS:
+    for tool in [*RUNNER_TOOLS, *TRACE_TOOLS]:
         server.add_tool(guarded(tool))
     return server
 
