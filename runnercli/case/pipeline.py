@@ -28,7 +28,7 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from runnercli.argv import StartError
 from runnercli.case.streams import ChunkSink, LineSink
@@ -117,8 +117,10 @@ class CaseContext:
     # Set once the harness's process is gone: a stage's background task stops on it.
     exited: asyncio.Event = field(default_factory=asyncio.Event)
     outcome: RunOutcome | None = None
-    # The case's output when not stdout itself (the final text of a parsed stream).
+    # The case's output when not stdout itself (the final text of a parsed stream), and its
+    # usage when a stage read it (the final result event of that stream).
     output: str | None = None
+    usage: dict[str, Any] | None = None
     result: CaseResult | None = None
     artifacts: list[Artifact] = field(default_factory=list)
     ending: Ending | None = None

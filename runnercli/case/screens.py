@@ -1,0 +1,100 @@
+"""The `Screens` stage: what a case's screen shows, sent while it runs.
+
+A harness that drives a screen (a headless browser, say) writes frames, PNG or JPEG, into
+`$EVERDICT_SCREEN_DIR` (a directory of the case's own); the newest is sent at most once per
+`limits.screen_interval_ms` (`runnercli.screens.ScreenWatcher`; older unsent frames are never
+sent), and the newest once more when the case ends, so the filmstrip ends where the case did.
+A frame the server refuses is skipped; a refused lease stops the sending. `--no-screens`
+keeps them here: the directory is still made, nothing is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from runnercli.case.pipeline import CaseContext, Stage
+from runnercli.client import RunnerClient, ServerUnavailable, ToolCallError
+from runnercli.client.trace import report_case_screen
+from runnercli.screens import Frame, ScreenWatcher, Skipped
+from runnercli.trace.events import now_ms
+
+SCREEN_DIR = "screens"
+SCREEN_DIR_ENV = "EVERDICT_SCREEN_DIR"
+TICK_S = 0.2
+
+
+class Screens(Stage):
+    name = "screens"
+
+    def __init__(self, client: RunnerClient, *, send: bool = True, tick_s: float = TICK_S):
+        self.client = client
+        self.send = send
+        self.tick_s = tick_s
+        self.watcher: ScreenWatcher | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.refused: str | None = None
+        self.sent = 0
+
+    async def start(self, case: CaseContext) -> None:
+        assert case.directory is not None, "the Prepare stage makes the case's directory"
+        directory = case.directory / SCREEN_DIR
+        directory.mkdir(mode=0o700, exist_ok=True)
+        case.env[SCREEN_DIR_ENV] = str(directory)
+        if not self.send:
+            return
+        limits = self.client.limits
+        self.watcher = ScreenWatcher(
+            directory, interval_ms=limits.screen_interval_ms, max_bytes=limits.max_screen_bytes
+        )
+        self.task = asyncio.create_task(self._watch(case), name="screens")
+
+    async def finish(self, case: CaseContext) -> None:
+        await self._stop()
+        if self.watcher is not None and self.refused is None:
+            # The last frame goes whatever the interval: the strip ends where the case did.
+            await self._look(case, now_ms() + self.watcher.interval_ms)
+
+    async def cleanup(self, case: CaseContext) -> None:
+        await self._stop()
+
+    async def _stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+            self.task = None
+
+    async def _watch(self, case: CaseContext) -> None:
+        while not case.exited.is_set() and self.refused is None:
+            await self._look(case)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(case.exited.wait(), self.tick_s)
+
+    async def _look(self, case: CaseContext, now: int | None = None) -> None:
+        assert self.watcher is not None
+        seen = await asyncio.to_thread(self.watcher.poll, now)
+        if isinstance(seen, Skipped):
+            case.note(f"⚠ screen {seen.name} not sent: {seen.reason}")
+        elif isinstance(seen, Frame):
+            await self._send(case, seen)
+
+    async def _send(self, case: CaseContext, frame: Frame) -> None:
+        try:
+            ack = await report_case_screen(
+                self.client,
+                job_id=case.job.job_id,
+                lease_epoch=case.job_run.epoch,
+                media_type=frame.media_type,
+                data=frame.data,
+                taken_at=frame.taken_at,
+            )
+        except ServerUnavailable:
+            return  # a newer frame goes at the next interval
+        except ToolCallError as exc:
+            case.note(f"⚠ screen {frame.name} refused: {exc}")
+            return
+        if not ack.accepted:
+            self.refused = ack.reason
+            return
+        self.sent += 1
