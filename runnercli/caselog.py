@@ -19,8 +19,17 @@ LOG_BACKLOG_LINES = 5000
 class CaseLog:
     """Log lines of one job, pushed in batches (every LOG_FLUSH_S or LOG_BATCH_LINES lines)."""
 
-    def __init__(self, client: RunnerClient, job_id: int, lease_epoch: int) -> None:
+    def __init__(
+        self,
+        client: RunnerClient,
+        job_id: int,
+        lease_epoch: int,
+        *,
+        redact: Callable[[str], str] = str,
+    ) -> None:
         self.client = client
+        # The member's redaction: a line is redacted as it is added, before it is kept.
+        self.redact = redact
         self.job_id = job_id
         self.lease_epoch = lease_epoch
         self.pending: list[str] = []
@@ -37,8 +46,10 @@ class CaseLog:
     def add(self, line: str) -> None:
         if self.refused:
             return
-        # A NUL is no text to show, and PostgreSQL cannot store it.
-        self.pending.append(clip_utf8(line.replace("\x00", "\ufffd"), MAX_LOG_LINE_BYTES))
+        # A NUL is no text to show, and PostgreSQL cannot store it. Redaction may lengthen
+        # a line: it is cut to the bound after.
+        line = self.redact(line.replace("\x00", "\ufffd"))
+        self.pending.append(clip_utf8(line, MAX_LOG_LINE_BYTES))
         if len(self.pending) > LOG_BACKLOG_LINES:
             excess = len(self.pending) - LOG_BACKLOG_LINES
             del self.pending[:excess]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from runnercli.commands import check, pair, run, trust
+from runnercli.commands import check, pair, repo, run, trust
 from runnercli.config import runnercli_version
 from runnercli.submit import submit
 
@@ -25,6 +25,7 @@ for command in (
     check.doctor,
     trust.allow,
     trust.trust,
+    repo.repo,
     submit,
 ):
     cli.add_command(command)

@@ -34,9 +34,10 @@ class ConfigError(Exception):
 
 
 class RunnerConfig(BaseModel):
-    """What `pair` stores and `run` reads back."""
+    """What `pair` stores and `run` reads back. A key it does not know is kept as it is, so
+    rewriting the file (`pair`) never erases what a later release, or the member, put there."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="allow")
 
     server: str | None = None
     token: str | None = None
@@ -52,6 +53,10 @@ class RunnerConfig(BaseModel):
     refused_env: list[str] = Field(default_factory=list)
     # Paired with --insecure: plain http:// to a server that is not on this machine.
     insecure: bool = False
+    # Workspace repo names mapped to checkouts here (`python -m runnercli repo add`).
+    repos: dict[str, str] = Field(default_factory=dict)
+    # RE2 patterns whose matches never leave this machine (replaced by `[redacted]`).
+    redact: list[str] = Field(default_factory=list)
 
 
 def config_path(explicit: str | os.PathLike[str] | None = None) -> Path:

@@ -169,7 +169,7 @@ class Consent:
         key = (str(HarnessId.of(job)), job.harness.digest)
         if key not in self._described:
             self._described.add(key)
-            self.status.event(one_line(job))
+            self.status.event(one_line(job, self.settings.withheld))
 
     # ---- asking
 
@@ -200,7 +200,7 @@ class Consent:
                     [
                         f"⚠ run {job.run_id} case {quote_arg(job.case.key)}: the server asks "
                         "this runner to run a harness version you have not allowed:",
-                        *describe(job),
+                        *describe(job, self.settings.withheld, self.settings.redact_patterns),
                     ],
                     QUESTION.format(timeout=f"{patience:.0f}"),
                     patience,

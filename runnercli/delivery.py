@@ -116,7 +116,9 @@ class Delivery:
             return False
 
     async def fail(self, job_run: JobRun, message: str, *, retryable: bool = False) -> bool:
-        """End the job with `fail_job` (its reason shown on the job); whether it was taken."""
+        """End the job with `fail_job` (its reason shown on the job, redacted); whether it
+        was taken."""
+        message = self.session.redactor.text(message)
         try:
             return await self.deliver(
                 lambda: self.session.client.fail_job(

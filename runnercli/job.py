@@ -1,7 +1,9 @@
 """One leased job: its case through the pipeline, with a heartbeat and a log meanwhile.
 
 The pipeline of a job (`runnercli.case.pipeline`): `Deliver` (first, so that answering for
-the lease comes last), `Allow` (the member's consent), `Prepare`, `Execute`, `Collect`.
+the lease comes last), `Allow` (the member's consent), `Prepare`, `Repo` (a harness with a
+repo: the case runs in a worktree of the member's checkout), `Execute`, `Collect`, `Redact`
+(when the member set `redact` patterns).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from runnercli.case.deliver import Deliver
 from runnercli.case.execute import Execute
 from runnercli.case.pipeline import CaseContext, Pipeline, Stage
 from runnercli.case.prepare import Prepare
+from runnercli.case.redact import Redact
+from runnercli.case.repo import Repo
 from runnercli.caselog import CaseLog
 from runnercli.consent import Consent
 from runnercli.delivery import Delivery
@@ -47,26 +51,39 @@ class Jobs:
 
     def stages(self, job_run: JobRun, log: CaseLog) -> list[Stage]:
         """The pipeline of one job's case."""
+        session, spec = self.session, job_run.job.harness.spec
         return [
             Deliver(
-                self.session,
+                session,
                 self.delivery,
                 self.pauses,
                 log=log,
                 on_over=lambda: self._over(job_run),
             ),
-            Allow(self.consent, self.session),
+            Allow(self.consent, session),
             Prepare(),
+            *([self._repo()] if spec.repo is not None else []),
             Execute(),
-            Collect(self.session.tools),
+            Collect(session.tools),
+            *([Redact(session.redactor)] if session.redactor else []),
         ]
+
+    def _repo(self) -> Repo:
+        session = self.session
+        return Repo(
+            session.worktrees,
+            session.options.repos,
+            max_diff_bytes=lambda: session.client.limits.max_artifact_bytes,
+        )
 
     async def handle(self, job_run: JobRun) -> bool:
         """Run one leased job and report it; return whether the server took the report."""
         session, job = self.session, job_run.job
         session.running[job.job_id] = job_run
         session.show()
-        log = job_run.log = CaseLog(session.client, job.job_id, job_run.epoch)
+        log = job_run.log = CaseLog(
+            session.client, job.job_id, job_run.epoch, redact=session.redactor.text
+        )
         log.on_resumed = lambda: self.heartbeats.resumed_elsewhere(job_run)
         heartbeat = asyncio.create_task(self.heartbeats.keep(job_run))
         case = CaseContext(job_run, stderr_lines=[log.add], notes=[log.add])

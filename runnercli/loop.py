@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from runnercli.client import RevokedError, RunnerClient, ServerUnavailable, ToolCallError
 from runnercli.consent import Consent
@@ -34,6 +35,8 @@ from runnercli.leaser import Leaser
 from runnercli.options import RunOptions
 from runnercli.protocol import MAX_STATUS_CHARS, PROTOCOL_VERSION
 from runnercli.ratelimit import Pauses
+from runnercli.repos import RepoError
+from runnercli.repos.git import GitError
 from runnercli.session import Session
 from runnercli.slots import Slots
 from runnercli.spool import Spool
@@ -81,6 +84,7 @@ class RunnerLoop:
     async def run(self) -> int:
         session = self.session
         try:
+            await self._remove_leftovers()
             await self._greet()
             if session.stop.is_set():
                 return session.exit_code
@@ -105,6 +109,20 @@ class RunnerLoop:
             return session.fatal.code
         session.status.event("stopped")
         return session.exit_code
+
+    async def _remove_leftovers(self) -> None:
+        """Remove the worktrees (and case directories) of the member's repos that a runner
+        stopped with `kill -9` left behind: no case of it will ever clean them up."""
+        checkouts = [Path(path) for path in self.session.options.repos.values()]
+        if not checkouts:
+            return
+        try:
+            removed = await self.session.worktrees.remove_leftovers(checkouts)
+        except (RepoError, GitError) as exc:
+            self.session.status.event(f"⚠ could not remove the worktrees of a killed runner: {exc}")
+            return
+        for path in removed:
+            self.session.status.event(f"removed a worktree a killed runner left: {path}")
 
     async def _greet(self) -> None:
         session, options = self.session, self.session.options
@@ -136,9 +154,20 @@ class RunnerLoop:
                 f"connected to {session.client.url} as runner {hello.runner_id} “{hello.label}” "
                 f"of {hello.owner}; capabilities: {', '.join(options.capabilities)}; "
                 f"allowed: {self.consent.policy()}; up to {options.slots} case(s) at once"
+                f"{_kept_here(options)}"
             )
             session.show()
             return
+
+
+def _kept_here(options: RunOptions) -> str:
+    """What the member keeps on this machine: redacted matches, and what is not sent."""
+    said = ""
+    if count := len(options.redactor.patterns):
+        said += f"; redacting what leaves with {count} pattern{'s' if count != 1 else ''}"
+    if options.withheld:
+        said += f"; not sent: {', '.join(sorted(options.withheld))}"
+    return said
 
 
 @contextlib.contextmanager

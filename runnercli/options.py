@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runnercli.redact import Redactor
 from runnercli.trust import Entry
 
 CONSENT_TIMEOUT_S = 600.0
@@ -25,6 +26,11 @@ class ConsentSettings:
     refused_env: list[str] = field(default_factory=list)
     ask: bool = False
     timeout_s: float = CONSENT_TIMEOUT_S
+    # What the member keeps on this machine for the session (`--no-files`…: "files",
+    # "screens", "trace"), and how many `redact` patterns apply to what leaves it: both shown
+    # when the member is asked.
+    withheld: frozenset[str] = frozenset()
+    redact_patterns: int = 0
     # What the member adds to `python -m runnercli allow` for it to reach this runner's trust
     # store and server (`--config PATH`, `--server URL`), when they are not the defaults.
     command_options: str = ""
@@ -43,6 +49,21 @@ class RunOptions:
     once: bool = False
     # Where finished cases' results wait for the server's answer (beside the config file).
     spool_dir: Path | None = None
+    # The member's checkouts by workspace repo name (`repo add`), read once at start.
+    repos: dict[str, str] = field(default_factory=dict)
+    # The member's `redact` patterns, applied to everything that leaves the machine.
+    redactor: Redactor = field(default_factory=Redactor)
+    # What stays on this machine for the session: a page's file requests go unanswered
+    # (`--no-files`), screens and the trace are not sent (`--no-screens`, `--no-trace`).
+    no_files: bool = False
+    no_screens: bool = False
+    no_trace: bool = False
+
+    @property
+    def withheld(self) -> frozenset[str]:
+        """What the member keeps on this machine: "files", "screens", "trace"."""
+        kept = {"files": self.no_files, "screens": self.no_screens, "trace": self.no_trace}
+        return frozenset(name for name, withheld in kept.items() if withheld)
 
     @property
     def slots(self) -> int:

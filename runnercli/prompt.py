@@ -23,6 +23,7 @@ from typing import Literal, TextIO, TypeVar
 
 from runnercli.argv import StartError, render_argv
 from runnercli.casefile import CASE_ENV, CASE_FILE_ENV
+from runnercli.disclosure import leaving_lines, world_lines, world_summary
 from runnercli.protocol import CaseJob
 from runnercli.status import StatusLine
 from runnercli.terminal import clean, quote_arg, quote_argv
@@ -88,8 +89,11 @@ def how_it_runs(argv: list[str]) -> str:
     return "argv, no shell: each quoted element is one argument"
 
 
-def describe(job: CaseJob) -> list[str]:
-    """What will run if the member says yes, one fact a line."""
+def describe(
+    job: CaseJob, withheld: frozenset[str] = frozenset(), redact_patterns: int = 0
+) -> list[str]:
+    """What will run if the member says yes, one fact a line, and what may leave the
+    machine (`withheld`: what the member keeps here this session)."""
     harness, spec = job.harness, job.harness.spec
     lines = [
         f"  harness:     {clean(harness.name)} version {harness.version} "
@@ -108,25 +112,32 @@ def describe(job: CaseJob) -> list[str]:
     env = [f"{clean(key)}={quote_arg(value)}" for key, value in sorted(spec.env.items())]
     lines.append(f"  env:         {env[0] if env else '(adds nothing)'}")
     lines += [f"               {line}" for line in env[1:]]
+    where = "a fresh temporary directory"
+    if spec.repo is not None:
+        where = f"its own worktree of {clean(spec.repo.name)} in {where}"
     lines += [
         f"  timeout:     {job.timeout_s} s",
-        f"  needs:       {clean(', '.join(spec.capabilities)) or 'nothing'}",
-        f"  runs in:     a fresh temporary directory, as you; the case JSON in "
+        f"  needs:       {clean(', '.join(spec.required_capabilities())) or 'nothing'}",
+        f"  runs in:     {where}, as you; the case JSON in "
         f"${CASE_FILE_ENV} (and ${CASE_ENV} up to 64 KiB)",
+        *world_lines(job),
+        *leaving_lines(job, withheld, redact_patterns),
     ]
     return lines
 
 
-def one_line(job: CaseJob) -> str:
+def one_line(job: CaseJob, withheld: frozenset[str] = frozenset()) -> str:
     """The description printed before a version allowed without asking first runs here."""
     harness, spec = job.harness, job.harness.spec
     env = ", ".join(f"{key}={quote_arg(value)}" for key, value in sorted(spec.env.items()))
+    where = f"a worktree of {spec.repo.name}" if spec.repo is not None else "a fresh temp dir"
+    world = world_summary(job, withheld)
     return (
         f"harness {harness.name} v{harness.version} will run: {quote_argv(spec.command)} "
-        f"({how_it_runs(spec.command)}) in a fresh temp dir; workspace {job.workspace}, "
+        f"({how_it_runs(spec.command)}) in {where}; workspace {job.workspace}, "
         f"written by {harness.author or '(unknown)'}; env: {env or 'nothing added'}; "
-        f"timeout {job.timeout_s}s; needs {', '.join(spec.capabilities) or 'nothing'}; "
-        f"case JSON in ${CASE_FILE_ENV}"
+        f"timeout {job.timeout_s}s; needs {', '.join(spec.required_capabilities()) or 'nothing'}; "
+        f"case JSON in ${CASE_FILE_ENV}" + (f"; {world}" if world else "")
     )
 
 

@@ -16,6 +16,8 @@ from runnercli.client import RunnerClient
 from runnercli.exits import EXIT_OK, RunnerExit
 from runnercli.jobrun import JobRun
 from runnercli.options import RunOptions
+from runnercli.redact import Redactor
+from runnercli.repos.worktree import Worktrees
 from runnercli.status import StatusLine
 from runnercli.tools import ToolVersions
 
@@ -26,7 +28,8 @@ def _jobs(count: int) -> str:
 
 class Session:
     """The client, the options, the status line, backoff, stop and abort, the fatal exit,
-    the jobs held and the tool versions of one runner session."""
+    the jobs held, the tool versions, the member's redaction and the worktrees of their
+    repos of one runner session."""
 
     def __init__(
         self,
@@ -41,6 +44,12 @@ class Session:
         self.status = status
         self.backoff = Backoff()
         self.tools = ToolVersions()
+        # Whatever leaves the machine goes through it: log lines, the result's output and
+        # stderr tail, failure reasons, the status; text artifacts, trace events and file
+        # answers too.
+        self.redactor: Redactor = options.redactor
+        # One per session: it serializes `git worktree` commands on each checkout.
+        self.worktrees = Worktrees()
         self.running: dict[int, JobRun] = {}
         # The first signal: take no new job. The second: hand the running ones back.
         self.stop = asyncio.Event()
@@ -57,7 +66,7 @@ class Session:
 
     def status_text(self) -> str:
         """The short status sent with lease and heartbeat, and shown on the status line."""
-        return self._say()
+        return self.redactor.text(self._say())
 
     def words(self, paused: str = "") -> str:
         """The status from the session's own state, with a pause when there is one."""

@@ -60,13 +60,15 @@ def machine_fingerprint() -> Fingerprint:
     )
 
 
-def fingerprint(job: CaseJob, tools: dict[str, str] | None = None) -> Fingerprint:
+def fingerprint(
+    job: CaseJob, tools: dict[str, str] | None = None, added: dict[str, Any] | None = None
+) -> Fingerprint:
     """The machine's fingerprint with the digest of the harness content this case executed
-    (and the versions of its tools, when asked)."""
+    (and the versions of its tools, when asked, and what the case's stages `added`)."""
     update: dict[str, Any] = {"harness_digest": harness_digest(job.harness.spec)}
     if tools:
         update["tools"] = tools
-    return machine_fingerprint().model_copy(update=update)
+    return machine_fingerprint().model_copy(update={**update, **(added or {})})
 
 
 class Collect(Stage):
@@ -95,7 +97,7 @@ class Collect(Stage):
             stderr_tail=outcome.stderr_tail,
             duration_ms=outcome.duration_ms,
             usage=self._usage(case, output, completed),
-            fingerprint=fingerprint(case.job, tools),
+            fingerprint=fingerprint(case.job, tools, case.fingerprint),
         )
 
     @staticmethod

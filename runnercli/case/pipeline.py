@@ -121,6 +121,9 @@ class CaseContext:
     # usage when a stage read it (the final result event of that stream).
     output: str | None = None
     usage: dict[str, Any] | None = None
+    # What stages add to the result's fingerprint, by its field (`repo`: the repo state the
+    # case ran on), as the fingerprint's own models.
+    fingerprint: dict[str, Any] = field(default_factory=dict)
     result: CaseResult | None = None
     artifacts: list[Artifact] = field(default_factory=list)
     ending: Ending | None = None

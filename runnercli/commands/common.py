@@ -23,7 +23,9 @@ from runnercli.config import (
     trust_path,
 )
 from runnercli.exits import EXIT_NOT_REPORTED, EXIT_REVOKED, EXIT_UPDATE_REQUIRED, UPGRADE_MESSAGE
-from runnercli.protocol import PROTOCOL_VERSION, Hello
+from runnercli.protocol import PROTOCOL_VERSION, Hello, RepoNameError
+from runnercli.redact import RedactError, Redactor
+from runnercli.repos.mapping import REPOS_KEY, MappingError, repos_of
 from runnercli.terminal import clean
 from runnercli.trust import Entry, TrustError, TrustStore, parse_entries
 
@@ -68,6 +70,22 @@ def load_config(config_file: str | None) -> tuple[Path, RunnerConfig]:
         return path, config_load(path)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+def check_redact(path: Path, config: RunnerConfig) -> Redactor:
+    """The config's `redact` patterns, each checked before anything runs."""
+    try:
+        return Redactor(config.redact)
+    except RedactError as exc:
+        raise click.ClickException(f"{path}: {exc}") from exc
+
+
+def check_repos(path: Path, config: RunnerConfig) -> dict[str, str]:
+    """The config's mapped repos (`repo add`), their names checked."""
+    try:
+        return repos_of({REPOS_KEY: config.repos})
+    except (MappingError, RepoNameError) as exc:
+        raise click.ClickException(f"{path}: {exc}") from exc
 
 
 def check_server(server: str | None, *, insecure: bool = False) -> str:

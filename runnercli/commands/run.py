@@ -16,6 +16,8 @@ from runnercli.commands.common import (
     capability_option,
     check_capabilities,
     check_entries,
+    check_redact,
+    check_repos,
     check_server,
     check_token,
     config_option,
@@ -33,7 +35,7 @@ from runnercli.config import (
 )
 from runnercli.loop import RunnerLoop, stopping_on_signals
 from runnercli.options import CONSENT_TIMEOUT_S, ConsentSettings, RunOptions
-from runnercli.protocol import MAX_WAIT_MS
+from runnercli.protocol import MAX_WAIT_MS, repo_capability
 from runnercli.spool import spool_dir_for
 from runnercli.status import StatusLine
 from runnercli.trust import Entry, TrustError, parse_entries, server_key
@@ -74,6 +76,13 @@ from runnercli.trust import Entry, TrustError, parse_entries, server_key
     show_default=True,
     help="Seconds to wait for your answer on the terminal before refusing the case.",
 )
+@click.option(
+    "--no-files",
+    is_flag=True,
+    help="Answer no page's request for a running case's files (they stay on this machine).",
+)
+@click.option("--no-screens", is_flag=True, help="Send no screens of a running case.")
+@click.option("--no-trace", is_flag=True, help="Send no trace of a case (its steps stay here).")
 @insecure_option
 @config_option
 def run(
@@ -86,19 +95,26 @@ def run(
     allow: tuple[str, ...],
     allow_any: bool,
     consent_timeout: float,
+    no_files: bool,
+    no_screens: bool,
+    no_trace: bool,
     insecure: bool,
     config_file: str | None,
 ) -> None:
     """Pull jobs for this machine and run them until stopped (Ctrl-C drains, twice aborts).
 
     A harness version you have not allowed (`--allow`, `python -m runnercli allow`) is
-    shown in full and asked about on a terminal, refused without one.
+    shown in full and asked about on a terminal, refused without one. Mapped repos
+    (`python -m runnercli repo add`) are offered as capabilities repo:NAME; the config's
+    `redact` patterns hide what they match in everything that leaves this machine.
     """
     path, config = load_config(config_file)
     if allow_any and allow:
         raise click.UsageError("--allow-any runs anything: it cannot be combined with --allow")
     server = check_server(server or config.server, insecure=insecure or config.insecure)
     token = check_token(token or config.token)
+    redactor, repos = check_redact(path, config), check_repos(path, config)
+    withheld = {"files": no_files, "screens": no_screens, "trace": no_trace}
     consent = ConsentSettings(
         trust_file=trust_path(path),
         server=server,
@@ -109,16 +125,26 @@ def run(
         ask=sys.stdin.isatty() and sys.stdout.isatty(),
         timeout_s=consent_timeout,
         command_options=_command_options(config_file, server, config),
+        withheld=frozenset(name for name, kept in withheld.items() if kept),
+        redact_patterns=len(redactor.patterns),
     )
     options = RunOptions(
         capabilities=merge_capabilities(
-            config.capabilities, check_capabilities(capabilities), detected_capabilities()
+            config.capabilities,
+            check_capabilities(capabilities),
+            detected_capabilities(),
+            [repo_capability(name) for name in sorted(repos)],
         ),
         consent=consent,
         max_concurrent=max_concurrent,
         wait_ms=wait_ms,
         once=once,
         spool_dir=spool_dir_for(path),
+        repos=repos,
+        redactor=redactor,
+        no_files=no_files,
+        no_screens=no_screens,
+        no_trace=no_trace,
     )
     # What is loaded by now lives as long as the runner: kept out of every collection.
     gc.freeze()
