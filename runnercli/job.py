@@ -2,8 +2,9 @@
 
 The pipeline of a job (`runnercli.case.pipeline`): `Deliver` (first, so that answering for
 the lease comes last), `Allow` (the member's consent), `Prepare`, `Repo` (a harness with a
-repo: the case runs in a worktree of the member's checkout), `Execute`, `Collect`, `Redact`
-(when the member set `redact` patterns).
+repo: the case runs in a worktree of the member's checkout), `Trace` and `Screens` (what the
+case does and shows, sent as it runs), `Execute`, `Collect`, `Redact` (when the member set
+`redact` patterns).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from runnercli.case.pipeline import CaseContext, Pipeline, Stage
 from runnercli.case.prepare import Prepare
 from runnercli.case.redact import Redact
 from runnercli.case.repo import Repo
+from runnercli.case.screens import Screens
+from runnercli.case.trace import Trace
 from runnercli.caselog import CaseLog
 from runnercli.consent import Consent
 from runnercli.delivery import Delivery
@@ -27,6 +30,7 @@ from runnercli.jobrun import JobRun
 from runnercli.ratelimit import Pauses
 from runnercli.session import Session
 from runnercli.slots import Slots
+from runnercli.traces import TraceOutbox
 
 
 class Jobs:
@@ -41,8 +45,10 @@ class Jobs:
         heartbeats: Heartbeats,
         delivery: Delivery,
         pauses: Pauses,
+        traces: TraceOutbox | None = None,
     ) -> None:
         self.session = session
+        self.traces = traces
         self.slots = slots
         self.consent = consent
         self.heartbeats = heartbeats
@@ -63,6 +69,7 @@ class Jobs:
             Allow(self.consent, session),
             Prepare(),
             *([self._repo()] if spec.repo is not None else []),
+            *self._watched(),
             Execute(),
             Collect(session.tools),
             *([Redact(session.redactor)] if session.redactor else []),
@@ -75,6 +82,15 @@ class Jobs:
             session.options.repos,
             max_diff_bytes=lambda: session.client.limits.max_artifact_bytes,
         )
+
+    def _watched(self) -> list[Stage]:
+        """The trace and the screens of the case, sent unless the member keeps them here."""
+        session, options = self.session, self.session.options
+        redact = session.redactor.text if session.redactor else None
+        return [
+            Trace(session.client, send=not options.no_trace, redact=redact, outbox=self.traces),
+            Screens(session.client, send=not options.no_screens),
+        ]
 
     async def handle(self, job_run: JobRun) -> bool:
         """Run one leased job and report it; return whether the server took the report."""

@@ -41,6 +41,7 @@ from runnercli.session import Session
 from runnercli.slots import Slots
 from runnercli.spool import Spool
 from runnercli.status import StatusLine, shorten
+from runnercli.traces import TraceOutbox
 
 
 class RunnerLoop:
@@ -54,6 +55,7 @@ class RunnerLoop:
         self.heartbeats = Heartbeats(session)
         self.pauses = Pauses(session, self.delivery)
         slots = Slots(options.slots)
+        self.traces = TraceOutbox(session, options.spool_dir)
         jobs = Jobs(
             session,
             slots=slots,
@@ -61,6 +63,7 @@ class RunnerLoop:
             heartbeats=self.heartbeats,
             delivery=self.delivery,
             pauses=self.pauses,
+            traces=self.traces,
         )
         self.leaser = Leaser(
             session,
@@ -89,6 +92,7 @@ class RunnerLoop:
             if session.stop.is_set():
                 return session.exit_code
             # What an earlier run finished but could not deliver goes first.
+            self.traces.resend_spooled()
             await self.delivery.resend_spooled()
             leaser = asyncio.create_task(self.leaser.run())
             watcher = asyncio.create_task(self.heartbeats.sleep_watch.run(), name="sleep-watch")
@@ -104,6 +108,7 @@ class RunnerLoop:
             session.fatal = exc
         finally:
             await self.delivery.close()
+            await self.traces.close()
         if session.fatal is not None:
             session.status.event(f"✗ {session.fatal}")
             return session.fatal.code

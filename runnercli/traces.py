@@ -134,8 +134,8 @@ class TraceOutbox:
         target = self._path(kept.job_id, kept.lease_epoch)
         if target is None:
             return None
-        head = {"server": mcp_url(self.session.client.url), "title": kept.title}
-        head |= {"job_id": kept.job_id, "lease_epoch": kept.lease_epoch}
+        head: dict[str, object] = {"server": mcp_url(self.session.client.url)}
+        head |= {"title": kept.title, "job_id": kept.job_id, "lease_epoch": kept.lease_epoch}
         lines = [json.dumps(head)] + [e.model_dump_json() for e in kept.events]
         try:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # type: ignore[union-attr]

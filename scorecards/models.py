@@ -310,5 +310,6 @@ class CaseResult(models.Model):
     def __str__(self) -> str:
         return f"{self.case} {self.verdict}"
 
+
 # The trace and screens of each attempt of a case (a package of their own).
 from scorecards.traces.models import CaseTrace, TraceEvent  # noqa: E402, F401

@@ -75,7 +75,7 @@ class TraceSender:
             return False
         except ToolCallError as exc:
             # A batch the server will never take: said once, and left behind.
-            self.note(f"⚠ trace events {batch[0].seq}–{batch[-1].seq} refused: {exc}")
+            self.note(f"⚠ trace events {batch[0].seq} to {batch[-1].seq} refused: {exc}")
             self.batcher.acknowledge(batch[-1].seq)
             return True
         self.backoff.reset()

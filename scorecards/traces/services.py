@@ -100,4 +100,3 @@ def contiguous(last_seq: int, events: Sequence[TraceEvent]) -> list[TraceEvent]:
     while (event := by_seq.get(last_seq + 1 + len(fresh))) is not None:
         fresh.append(event)
     return fresh
-

@@ -36,7 +36,7 @@ def _number(value: Any) -> float | None:
 
 
 def call_label(name: str, data: dict[str, Any]) -> str:
-    """"Bash `npm test`": a call's tool and its most telling argument."""
+    """ "Bash `npm test`": a call's tool and its most telling argument."""
     argument = short_argument(data)
     return f"{name} `{argument}`" if argument else name
 

@@ -112,6 +112,6 @@ class TraceWriter:
             self.marker.data = data
             self.marker.size = len(encode(data))
             return
-        StoredEvent.objects.filter(attempt_id=self.trace.pk, seq=self.trace.marker_seq).update(
-            data=data
-        )
+        seq = self.trace.marker_seq
+        assert seq is not None
+        StoredEvent.objects.filter(attempt_id=self.trace.pk, seq=seq).update(data=data)
