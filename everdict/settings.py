@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -263,6 +264,30 @@ EVERDICT_MAX_ARTIFACT_BYTES = _int(
 EVERDICT_MAX_CASE_ARTIFACT_BYTES = _int(
     "EVERDICT_MAX_CASE_ARTIFACT_BYTES", 50 * 1024 * 1024, minimum=1, maximum=50 * 1024 * 1024
 )
+# Blobs (artifacts, screen frames, files a page asks for): where their bytes are kept, through
+# Django's storage API. EVERDICT_BLOB_STORAGE is a storage class (default: a directory under
+# var/), EVERDICT_BLOB_STORAGE_OPTIONS a JSON object of its options (for django-storages' S3:
+# bucket_name, region_name, …). Several replicas need one shared backend: uploads in progress
+# are staged in it too, so any replica resumes what another one started.
+EVERDICT_BLOB_STORAGE = env.str(
+    "EVERDICT_BLOB_STORAGE", default="django.core.files.storage.FileSystemStorage"
+)
+try:
+    EVERDICT_BLOB_STORAGE_OPTIONS = json.loads(
+        env.str("EVERDICT_BLOB_STORAGE_OPTIONS", default="") or "null"
+    ) or {"location": str(VAR_DIR / "blobs"), "allow_overwrite": True}
+except ValueError as exc:
+    raise ImproperlyConfigured("EVERDICT_BLOB_STORAGE_OPTIONS must be a JSON object") from exc
+if not isinstance(EVERDICT_BLOB_STORAGE_OPTIONS, dict):
+    raise ImproperlyConfigured("EVERDICT_BLOB_STORAGE_OPTIONS must be a JSON object")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "blobs": {"BACKEND": EVERDICT_BLOB_STORAGE, "OPTIONS": EVERDICT_BLOB_STORAGE_OPTIONS},
+}
+# Off by default: with N days, `manage.py blobs_gc` also removes the artifacts, frames and
+# traces of runs older than that (their results stay).
+EVERDICT_RETENTION_DAYS = _int("EVERDICT_RETENTION_DAYS", 0)
 # A trace kept per case: past either bound, one "… N events dropped" event.
 EVERDICT_MAX_TRACE_EVENTS = _int("EVERDICT_MAX_TRACE_EVENTS", 20_000, minimum=1, maximum=20_000)
 EVERDICT_MAX_TRACE_BYTES = _int(

@@ -14,7 +14,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 
+from mcpgateway.artifact_tools import ARTIFACT_TOOLS
 from mcpgateway.auth import EverdictTokenVerifier
+from mcpgateway.blob_tools import BLOB_TOOLS
 from mcpgateway.calls import guarded
 from mcpgateway.personal_tools import PERSONAL_TOOLS
 from mcpgateway.run_tools import RUN_TOOLS
@@ -29,12 +31,14 @@ MAX_REQUEST_BODY_BYTES = 8 * 1024 * 1024
 INSTRUCTIONS = """\
 Everdict runs evaluation suites on members' own machines.
 Runner tools (a runner token, rnr_…): hello, lease_job, heartbeat_job, submit_job_result,
-submit_job_results, fail_job, release_job, report_case_log; report_case_trace,
+submit_job_results, fail_job, release_job, report_case_log; have_blobs, put_blob (the
+artifacts of a case, uploaded in chunks before its result); report_case_trace,
 report_case_screen (a running case's trace and screen). A tool error whose structured
 content says `retryable` is the server's passing trouble: send the call again.
 Personal tools (a personal API key, evk_…): pair_runner, list_runners, revoke_runner,
 list_api_keys, approve_device_pairing; start_run, get_run, list_results, list_runs,
-compare_runs, rerun, cancel_run."""
+compare_runs, rerun, cancel_run; get_case, get_artifact (a case whole, and the files it
+left)."""
 
 
 def strict_tool(fn: Callable[..., Any]) -> Tool:
@@ -63,9 +67,9 @@ def build_server() -> MCPServer:
             issuer_url=AnyHttpUrl(settings.EVERDICT_PUBLIC_URL or "http://127.0.0.1:8000"),
             resource_server_url=None,
         ),
-        tools=[strict_tool(guarded(fn)) for fn in [*PERSONAL_TOOLS, *RUN_TOOLS]],
+        tools=[strict_tool(guarded(fn)) for fn in [*PERSONAL_TOOLS, *RUN_TOOLS, *ARTIFACT_TOOLS]],
     )
-    for tool in [*RUNNER_TOOLS, *TRACE_TOOLS]:
+    for tool in [*RUNNER_TOOLS, *BLOB_TOOLS, *TRACE_TOOLS]:
         server.add_tool(guarded(tool))
     return server
 

@@ -311,5 +311,8 @@ class CaseResult(models.Model):
         return f"{self.case} {self.verdict}"
 
 
+# Blobs and artifacts are models of this app, defined beside their services.
+from scorecards.blobs.models import Artifact, Blob, BlobUpload  # noqa: E402, F401
+
 # The trace and screens of each attempt of a case (a package of their own).
 from scorecards.traces.models import CaseTrace, TraceEvent  # noqa: E402, F401

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 from scorecards import views
-from scorecards.api import catalog, results, runs, workspaces
+from scorecards.api import artifacts, catalog, results, runs, workspaces
 from scorecards.consumers import RunConsumer
 from scorecards.links import case_patterns
 
@@ -53,6 +53,7 @@ api_urlpatterns = [
         results.RunJsonlExportView.as_view(),
         name="api-run-results-jsonl",
     ),
+    path("runs/<int:run_id>/artifacts", artifacts.ArtifactView.as_view(), name="api-artifact"),
     *case_patterns(results.CaseDetailView.as_view(), "api-case", slash=False),
 ]
 

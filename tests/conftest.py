@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import tempfile
 from typing import Any
 
 import pytest
@@ -19,6 +23,24 @@ def pytest_configure(config: pytest.Config) -> None:
     from django.conf import settings
 
     settings.DATABASES["default"].get("OPTIONS", {}).pop("pool", None)
+    _blob_storage_for_the_session(settings)
+
+
+def _blob_storage_for_the_session(settings: Any) -> None:
+    """Blobs of this test session go to a directory of its own, for this process and the
+    servers it starts alike (they inherit the environment), never under var/."""
+    location = tempfile.mkdtemp(prefix="everdict-test-blobs-")
+    options = {"location": location, "allow_overwrite": True}
+    os.environ["EVERDICT_BLOB_STORAGE_OPTIONS"] = json.dumps(options)
+    settings.STORAGES["blobs"]["OPTIONS"] = options
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from django.conf import settings
+
+    location = settings.STORAGES["blobs"]["OPTIONS"].get("location", "")
+    if location and os.path.basename(location).startswith("everdict-test-blobs-"):
+        shutil.rmtree(location, ignore_errors=True)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -70,3 +92,17 @@ def daphne_server(transactional_db: Any, tmp_path: Any) -> Any:
 
     with daphne(tmp_path, EVERDICT_LEASE_TTL_S=5) as server:
         yield server
+
+
+@pytest.fixture
+def blob_dir(settings: Any, tmp_path: Any) -> Any:
+    """This test's own blob storage: a directory under its tmp_path."""
+    location = tmp_path / "blobs"
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "blobs": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(location), "allow_overwrite": True},
+        },
+    }
+    return location

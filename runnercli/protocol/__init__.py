@@ -151,6 +151,7 @@ from runnercli.protocol.trace import (
     encode,
 )
 from runnercli.protocol.world import (
+    NOT_UPLOADED,
     BlobAck,
     BlobHoldings,
     BlobRef,
@@ -161,6 +162,8 @@ from runnercli.protocol.world import (
     FsRequests,
     JobFence,
     TraceAck,
+    artifact_not_uploaded,
+    names_missing_artifact,
 )
 
 __all__ = [
@@ -210,6 +213,7 @@ __all__ = [
     "MAX_TRACE_EVENT_BYTES",
     "MAX_TRACE_NAME_CHARS",
     "MAX_WAIT_MS",
+    "NOT_UPLOADED",
     "PLACEHOLDER_RE",
     "PROTOCOL_VERSION",
     "REFUSED_ENV_NAMES",
@@ -272,6 +276,7 @@ __all__ = [
     "TraceAck",
     "TraceEvent",
     "TraceKind",
+    "artifact_not_uploaded",
     "check_case_path",
     "check_env",
     "check_globs",
@@ -280,6 +285,7 @@ __all__ = [
     "encode",
     "harness_digest",
     "is_capability",
+    "names_missing_artifact",
     "refused_env_keys",
     "repo_capability",
     "spec_features",

@@ -38,6 +38,21 @@ class BlobAck(Ack):
     stored: int = 0
 
 
+# How `submit_job_result` refuses a result naming a blob the job's workspace does not hold:
+# the runner uploads it and sends the result again.
+NOT_UPLOADED = "was not uploaded"
+
+
+def artifact_not_uploaded(path: str, sha256: str) -> str:
+    """The reason a result naming a blob the server does not hold is refused."""
+    return f"artifact {path} (sha256 {sha256}) {NOT_UPLOADED}"
+
+
+def names_missing_artifact(reason: str) -> bool:
+    """Whether a refusal says the result named a blob that was not uploaded."""
+    return reason.startswith("artifact ") and reason.endswith(NOT_UPLOADED)
+
+
 class TraceAck(Ack):
     """The reply to `report_case_trace`: the highest `seq` stored so far for the attempt."""
 

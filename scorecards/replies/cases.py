@@ -15,6 +15,7 @@ from runners.models import JobAttempt
 from scorecards import scoring
 from scorecards.diffs import Line, expected_diff
 from scorecards.models import CaseResult, Verdict
+from scorecards.replies.artifacts import ArtifactItem
 from scorecards.replies.runs import LogLine
 from scorecards.selectors.cases import CASE_LOG_LINES, CaseDetail
 
@@ -136,9 +137,18 @@ class CaseRunResult(Reply):
     provenance: dict[str, Any]
     runner: int | None
     settled_at: Timestamp
+    artifacts: list[ArtifactItem] = Field(
+        default_factory=list, description="The files the case left, each with its download URL."
+    )
 
     @classmethod
-    def of(cls, row: CaseResult, spec: HarnessSpec, expected: Any) -> CaseRunResult:
+    def of(
+        cls,
+        row: CaseResult,
+        spec: HarnessSpec,
+        expected: Any,
+        artifacts: list[ArtifactItem] | None = None,
+    ) -> CaseRunResult:
         return cls(
             seq=row.seq,
             verdict=row.verdict,
@@ -158,6 +168,7 @@ class CaseRunResult(Reply):
             provenance=row.provenance or {},
             runner=row.runner_id,
             settled_at=row.created_at,
+            artifacts=artifacts or [],
         )
 
 
@@ -175,7 +186,13 @@ class CaseRepeat(Reply):
         return cls(
             repeat=repeat,
             job_status=job.status if job is not None else None,
-            result=CaseRunResult.of(row, spec, expected) if row is not None else None,
+            result=(
+                CaseRunResult.of(
+                    row, spec, expected, ArtifactItem.list_of(row, detail.run, detail.case.key)
+                )
+                if row is not None
+                else None
+            ),
             attempts=[AttemptItem.of(attempt, spec, expected) for attempt in attempts],
         )
 

@@ -81,7 +81,12 @@ def case_detail(*, user: User, run_id: int, key: str) -> CaseDetail:
         run=run,
         case=case,
         spec=_spec(run),
-        results={r.repeat: r for r in CaseResult.objects.filter(run=run, case=case)},
+        results={
+            r.repeat: r
+            for r in CaseResult.objects.filter(run=run, case=case).prefetch_related(
+                "artifacts__blob"
+            )
+        },
         jobs=jobs,
         attempts=_attempts(job_ids),
         logs=_logs(run, key, job_ids),

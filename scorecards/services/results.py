@@ -25,6 +25,7 @@ from runnercli.protocol import (
 )
 from runners import queue
 from runners.models import Runner, RunnerJob
+from scorecards.blobs.artifacts import artifact_refusals, artifacts_record
 from scorecards.models import Case, EventLevel, Run, RunStatus, Verdict
 from scorecards.models import CaseResult as CaseResultRow
 from scorecards.selectors.summary import run_summary
@@ -99,26 +100,32 @@ def results_submit(*, runner: Runner, reports: Sequence[ResultReport]) -> list[A
             }
         )
     graded = grade_reports(runner=runner, reports=reports)
-    outcomes = [_outcome(r) for r in reports]
     with transaction.atomic():
         runs = locked_runs_of([r.job_id for r in reports])
-        settled = queue.jobs_settle(runner=runner, outcomes=outcomes)
+        # A result naming a blob its workspace lacks is refused whole, before it settles:
+        # the runner uploads the blob and sends it again.
+        refusals = artifact_refusals(runner=runner, reports=reports)
+        settling = [r for r in reports if r.job_id not in refusals]
+        settled = queue.jobs_settle(runner=runner, outcomes=[_outcome(r) for r in settling])
         accepted: dict[int, list[tuple[RunnerJob, CaseResult, Graded]]] = {}
-        for report, settlement in zip(reports, settled, strict=True):
+        for report, settlement in zip(settling, settled, strict=True):
             job = settlement.job
             if settlement.resumed and job is not None and job.run_id in runs:
                 resumed_event(runs[job.run_id], job, runner)
             if settlement.ended and job is not None and job.run_id in runs:
                 accepted.setdefault(job.run_id, []).append((job, report.result, graded[job.pk]))
-        rows = [
-            row
-            for run_id, results in accepted.items()
-            for row in _result_rows(runs[run_id], runner, results)
-        ]
-        CaseResultRow.objects.bulk_create(rows)
+        for run_id, results in accepted.items():
+            rows = _result_rows(runs[run_id], runner, results)
+            CaseResultRow.objects.bulk_create(rows)
+            stored = zip(rows, [result for _, result, _ in results], strict=True)
+            artifacts_record(stored, runs[run_id].workspace_id)
         for run_id in sorted(accepted):
             run_advance(runs[run_id])
-    return [s.ack() for s in settled]
+    acks = iter(s.ack() for s in settled)
+    return [
+        Ack(accepted=False, reason=refusals[r.job_id]) if r.job_id in refusals else next(acks)
+        for r in reports
+    ]
 
 
 def _result_rows(

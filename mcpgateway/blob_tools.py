@@ -1,0 +1,84 @@
+"""Runner tools for blobs (protocol 3): what a job's workspace holds, and uploads in chunks.
+
+Fenced like `report_case_log`: only the lease's current holder may call them for a job, and
+the workspace is the one of the job's run. A chunk's base64 is bounded by its length before
+it is decoded.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from mcpgateway.auth import current_principal
+from mcpgateway.calls import in_thread
+from runnercli.protocol import MAX_ARTIFACTS_PER_RESULT, MAX_BLOB_CHUNK_BYTES, BlobAck, BlobHoldings
+from runnercli.protocol.results import Sha256
+from scorecards.blobs import job_blob_holdings, job_blob_put
+
+# The base64 of a whole chunk, padding included.
+MAX_CHUNK_BASE64_CHARS = 4 * -(-MAX_BLOB_CHUNK_BYTES // 3)
+
+
+def decoded_chunk(data: str) -> bytes:
+    """The bytes of a chunk's base64 (bounded by the tool's schema before this)."""
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ToolError(f"data is not valid base64: {exc}") from exc
+
+
+async def have_blobs(
+    job_id: int,
+    lease_epoch: int,
+    sha256: Annotated[
+        list[Sha256],
+        Field(max_length=MAX_ARTIFACTS_PER_RESULT, description="The digests to ask about."),
+    ],
+) -> BlobHoldings:
+    """Which of these blobs the job's workspace lacks (`missing`), and how many bytes of an
+    unfinished upload it holds (`partial`: resume there)."""
+    runner = current_principal().require_runner("have_blobs")
+    return await in_thread(
+        job_blob_holdings, runner=runner, job_id=job_id, lease_epoch=lease_epoch, sha256s=sha256
+    )
+
+
+async def put_blob(
+    job_id: int,
+    lease_epoch: int,
+    sha256: Sha256,
+    offset: Annotated[int, Field(ge=0)],
+    data: Annotated[
+        str,
+        Field(
+            max_length=MAX_CHUNK_BASE64_CHARS,
+            description=f"Base64 of at most {MAX_BLOB_CHUNK_BYTES} bytes.",
+        ),
+    ],
+    final: bool = False,
+) -> BlobAck:
+    """Upload one chunk of a blob at `offset` (where the upload stands: `stored`); `final`
+    checks the whole against `sha256` and keeps it, or keeps nothing of it."""
+    runner = current_principal().require_runner("put_blob")
+    chunk = decoded_chunk(data)
+    if len(chunk) > MAX_BLOB_CHUNK_BYTES:
+        raise ToolError(f"a chunk is at most {MAX_BLOB_CHUNK_BYTES} bytes")
+    return await in_thread(
+        job_blob_put,
+        runner=runner,
+        job_id=job_id,
+        lease_epoch=lease_epoch,
+        sha256=sha256,
+        offset=offset,
+        data=chunk,
+        final=final,
+    )
+
+
+BLOB_TOOLS: list[Callable[..., Any]] = [have_blobs, put_blob]

@@ -1,0 +1,74 @@
+"""The runner's blob calls, fenced like its log: only the lease's current holder may ask what
+its job's workspace holds or upload to it, and the workspace is read from the lease, never
+from the caller."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.db import transaction
+from django.utils import timezone
+
+from core.errors import Conflict
+from runnercli.protocol import BlobAck, BlobHoldings
+from runners.models import JobStatus, Runner, RunnerJob
+from runners.queue.fence import RESUMED, refused, take_back
+from runners.queue.rows import locked_job
+from scorecards.blobs.uploads import blob_holdings, blob_put
+
+
+def lease_workspace(
+    *, runner: Runner, job_id: int, lease_epoch: int, call: str
+) -> tuple[int | None, str]:
+    """The workspace of the job this runner holds at this epoch (taking a lapsed lease back),
+    and `resumed` when it did; `(None, why)` when the runner does not hold it."""
+    held = (
+        RunnerJob.objects.filter(
+            pk=job_id, status=JobStatus.LEASED, leased_by=runner, lease_epoch=lease_epoch
+        )
+        .values_list("run__workspace_id", flat=True)
+        .first()
+    )
+    if held is not None:
+        return held, ""
+    with transaction.atomic():
+        job = locked_job(job_id)
+        if job is None or not take_back(job, runner, lease_epoch, timezone.now()):
+            return None, refused(call, job, runner, lease_epoch).reason
+        workspace_id = RunnerJob.objects.filter(pk=job_id).values_list(
+            "run__workspace_id", flat=True
+        )[0]
+    return workspace_id, RESUMED
+
+
+def job_blob_holdings(
+    *, runner: Runner, job_id: int, lease_epoch: int, sha256s: Sequence[str]
+) -> BlobHoldings:
+    """`have_blobs`: which of these blobs the job's workspace lacks (a Conflict, the tool
+    error the runner reads, when the runner does not hold the job)."""
+    workspace_id, why = lease_workspace(
+        runner=runner, job_id=job_id, lease_epoch=lease_epoch, call="have_blobs"
+    )
+    if workspace_id is None:
+        raise Conflict(why)
+    return blob_holdings(workspace=workspace_id, sha256s=sha256s)
+
+
+def job_blob_put(
+    *,
+    runner: Runner,
+    job_id: int,
+    lease_epoch: int,
+    sha256: str,
+    offset: int,
+    data: bytes,
+    final: bool,
+) -> BlobAck:
+    """`put_blob`: one chunk of a blob of the job's workspace (refused when the runner does
+    not hold the job)."""
+    workspace_id, why = lease_workspace(
+        runner=runner, job_id=job_id, lease_epoch=lease_epoch, call="put_blob"
+    )
+    if workspace_id is None:
+        return BlobAck(accepted=False, reason=why)
+    return blob_put(workspace=workspace_id, sha256=sha256, offset=offset, data=data, final=final)

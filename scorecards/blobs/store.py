@@ -1,0 +1,107 @@
+"""Where blobs' bytes live: `STORAGES["blobs"]` (a directory under var/ by default, any
+django-storages backend in production), under keys derived from the workspace and the digest.
+
+Committed blobs are at `blobs/<workspace>/<aa>/<sha256>`; chunks of an upload in progress are
+staged beside them at `uploads/<workspace>/<sha256>/<offset>-<token>`, in the same storage, so
+that replicas sharing it resume each other's uploads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import IO, TYPE_CHECKING
+
+from django.core.files import File
+from django.core.files.base import ContentFile
+from django.core.files.storage import Storage, storages
+from django.db import IntegrityError, transaction
+
+from core.errors import NotFound
+from scorecards.blobs.models import Blob
+
+if TYPE_CHECKING:
+    from scorecards.models import Workspace
+
+DEFAULT_MEDIA_TYPE = "application/octet-stream"
+STAGING_ROOT = "uploads"
+
+
+def workspace_id_of(workspace: Workspace | int) -> int:
+    return workspace if isinstance(workspace, int) else int(workspace.pk)
+
+
+def blob_storage() -> Storage:
+    return storages["blobs"]
+
+
+def blob_key(workspace_id: int, sha256: str) -> str:
+    return f"blobs/{workspace_id}/{sha256[:2]}/{sha256}"
+
+
+def staging_dir(workspace_id: int, sha256: str) -> str:
+    return f"{STAGING_ROOT}/{workspace_id}/{sha256}"
+
+
+def chunk_key(workspace_id: int, sha256: str, offset: int) -> str:
+    # The token keeps two replicas receiving the same chunk at once from writing one object.
+    return f"{staging_dir(workspace_id, sha256)}/{offset:012d}-{secrets.token_hex(6)}"
+
+
+def storage_backend() -> str:
+    """The blob storage's class, as the workspace page shows it."""
+    backend = blob_storage()
+    return f"{type(backend).__module__}.{type(backend).__qualname__}"
+
+
+def blob_commit(
+    *, workspace_id: int, sha256: str, content: IO[bytes], size: int, media_type: str
+) -> Blob:
+    """Write verified bytes under their key and record the blob (once, however many callers
+    commit the same bytes at the same time)."""
+    saved = blob_storage().save(blob_key(workspace_id, sha256), File(content))
+    try:
+        with transaction.atomic():
+            blob, created = Blob.objects.get_or_create(
+                workspace_id=workspace_id,
+                sha256=sha256,
+                defaults={"size": size, "media_type": media_type, "key": saved},
+            )
+    except IntegrityError:
+        blob, created = Blob.objects.get(workspace_id=workspace_id, sha256=sha256), False
+    if not created and blob.key != saved:
+        # A backend that renames on save kept a second copy: the first one stands.
+        blob_storage().delete(saved)
+    return blob
+
+
+def blob_store(
+    *, workspace: Workspace | int, data: bytes, media_type: str = DEFAULT_MEDIA_TYPE
+) -> Blob:
+    """Keep whole bytes the server itself has (a screen frame) as a blob of the workspace;
+    the blob already held when the workspace has these bytes."""
+    workspace_id = workspace_id_of(workspace)
+    sha256 = hashlib.sha256(data).hexdigest()
+    held = Blob.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
+    if held is not None:
+        return held
+    return blob_commit(
+        workspace_id=workspace_id,
+        sha256=sha256,
+        content=ContentFile(data),
+        size=len(data),
+        media_type=media_type,
+    )
+
+
+def blob_get(*, workspace: Workspace | int, sha256: str) -> Blob:
+    """The workspace's blob of this digest; NotFound when it holds none."""
+    blob = Blob.objects.filter(workspace_id=workspace_id_of(workspace), sha256=sha256).first()
+    if blob is None:
+        raise NotFound(f"No blob {sha256} in this workspace.")
+    return blob
+
+
+def blob_open(blob: Blob) -> File:
+    """The blob's bytes, open for reading (the caller closes it)."""
+    return blob_storage().open(blob.key, "rb")
