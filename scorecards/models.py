@@ -315,4 +315,9 @@ class CaseResult(models.Model):
 from scorecards.blobs.models import Artifact, Blob, BlobUpload  # noqa: E402, F401
 
 # The trace and screens of each attempt of a case (a package of their own).
-from scorecards.traces.models import CaseTrace, TraceEvent  # noqa: E402, F401
+from scorecards.traces.models import (  # noqa: E402, F401
+    CaseScreens,
+    CaseTrace,
+    ScreenFrame,
+    TraceEvent,
+)

@@ -8,8 +8,13 @@ fenced call of the job takes first: concurrent reports of one case never oversho
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db import models
+from django.db.models import QuerySet
 from django.utils import timezone
+
+from scorecards.blobs.references import blob_references, retention
 
 
 class CaseTrace(models.Model):
@@ -60,3 +65,62 @@ class TraceEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.seq} {self.kind} {self.name}"
+
+
+class CaseScreens(models.Model):
+    """One attempt's frames: how many came, and which the filmstrip keeps — every
+    `stride`-th, the stride doubling each time the strip is full, so that the frames kept
+    stay spread evenly over the whole case."""
+
+    attempt = models.OneToOneField(
+        "runners.JobAttempt", on_delete=models.CASCADE, related_name="+", primary_key=True
+    )
+    job = models.ForeignKey("runners.RunnerJob", on_delete=models.CASCADE, related_name="+")
+    run = models.ForeignKey("scorecards.Run", on_delete=models.CASCADE, related_name="+")
+    received = models.PositiveIntegerField(default=0)
+    stride = models.PositiveIntegerField(default=1)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"screens of attempt {self.pk} ({self.received} received)"
+
+
+class ScreenFrame(models.Model):
+    """A frame the filmstrip keeps: the `n`-th its attempt sent, a blob of the workspace."""
+
+    attempt = models.ForeignKey("runners.JobAttempt", on_delete=models.CASCADE, related_name="+")
+    n = models.PositiveIntegerField()
+    taken_at = models.BigIntegerField(help_text="Epoch milliseconds, as the runner saw it.")
+    received_at = models.DateTimeField(default=timezone.now)
+    blob = models.ForeignKey("scorecards.Blob", on_delete=models.PROTECT, related_name="+")
+    media_type = models.CharField(max_length=20)
+    size = models.PositiveIntegerField()
+    # The trace's last seq when the frame came: the step the frame opens the timeline at.
+    trace_seq = models.BigIntegerField(default=-1)
+
+    class Meta:
+        ordering = ["attempt_id", "n"]
+        constraints = [
+            models.UniqueConstraint(fields=["attempt", "n"], name="screenframe_attempt_n")
+        ]
+
+    def __str__(self) -> str:
+        return f"frame {self.n} of attempt {self.attempt_id}"
+
+
+@blob_references
+def _named_by_frames() -> QuerySet[ScreenFrame, int]:
+    return ScreenFrame.objects.values_list("blob_id", flat=True)
+
+
+@retention
+def _old_frames_and_traces(before: datetime) -> int:
+    """Forget the filmstrips and traces of runs created before `before` (the frames' blobs
+    go with the GC)."""
+    attempts = CaseTrace.objects.filter(run__created_at__lt=before).values("pk")
+    events, _ = TraceEvent.objects.filter(attempt_id__in=attempts).delete()
+    traces, _ = CaseTrace.objects.filter(run__created_at__lt=before).delete()
+    filmed = CaseScreens.objects.filter(run__created_at__lt=before).values("pk")
+    frames, _ = ScreenFrame.objects.filter(attempt_id__in=filmed).delete()
+    CaseScreens.objects.filter(run__created_at__lt=before).delete()
+    return events + traces + frames
