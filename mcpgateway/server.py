@@ -18,6 +18,7 @@ from mcpgateway.artifact_tools import ARTIFACT_TOOLS
 from mcpgateway.auth import EverdictTokenVerifier
 from mcpgateway.blob_tools import BLOB_TOOLS
 from mcpgateway.calls import guarded
+from mcpgateway.case_trace_tools import CASE_TRACE_TOOLS
 from mcpgateway.personal_tools import PERSONAL_TOOLS
 from mcpgateway.run_tools import RUN_TOOLS
 from mcpgateway.runner_tools import RUNNER_TOOLS
@@ -38,7 +39,7 @@ content says `retryable` is the server's passing trouble: send the call again.
 Personal tools (a personal API key, evk_…): pair_runner, list_runners, revoke_runner,
 list_api_keys, approve_device_pairing; start_run, get_run, list_results, list_runs,
 compare_runs, rerun, cancel_run; get_case, get_artifact (a case whole, and the files it
-left)."""
+left); get_case_trace (what the agent did, step by step)."""
 
 
 def strict_tool(fn: Callable[..., Any]) -> Tool:
@@ -67,7 +68,10 @@ def build_server() -> MCPServer:
             issuer_url=AnyHttpUrl(settings.EVERDICT_PUBLIC_URL or "http://127.0.0.1:8000"),
             resource_server_url=None,
         ),
-        tools=[strict_tool(guarded(fn)) for fn in [*PERSONAL_TOOLS, *RUN_TOOLS, *ARTIFACT_TOOLS]],
+        tools=[
+            strict_tool(guarded(fn))
+            for fn in [*PERSONAL_TOOLS, *RUN_TOOLS, *ARTIFACT_TOOLS, *CASE_TRACE_TOOLS]
+        ],
     )
     for tool in [*RUNNER_TOOLS, *BLOB_TOOLS, *TRACE_TOOLS]:
         server.add_tool(guarded(tool))

@@ -25,7 +25,7 @@ from tests.runnercli.images import jpeg, png
 from tests.suites import completed, pair, start, suite
 from tests.traces.test_trace_services import events
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("blob_dir")]
 
 
 @pytest.fixture
