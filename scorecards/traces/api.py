@@ -61,7 +61,8 @@ class TraceView(APIView):
         page = trace_page(
             _case(request, run_id), after_seq=params.get("after_seq"), limit=params.get("limit")
         )
-        return Response(TraceReply.of(page).data())
+        brief = params.get("brief", "") in ("1", "true")
+        return Response(TraceReply.of(page, brief=brief).data())
 
 
 class ScreensView(APIView):

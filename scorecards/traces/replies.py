@@ -36,17 +36,18 @@ class Step(Reply):
     since: int | None = Field(description="Since when, epoch ms.")
     open: bool = Field(description="A tool call not answered yet.")
     text: str = Field(description='As the run page says it: "Bash `npm test` · 40 s".')
+    age_ms: int | None = Field(description="How long ago `since` was, as this reply was made.")
 
     @classmethod
     def of(cls, trace: CaseTrace | None) -> Step | None:
         if trace is None:
             return None
         step = current_step(trace.state)
-        since = step["since"]
-        text = step["label"]
+        since, text, age = step["since"], step["label"], None
         if since is not None:
-            text += f" · {elapsed(int(time.time() * 1000) - since)}"
-        return cls(label=step["label"], since=since, open=step["open"], text=text)
+            age = max(0, int(time.time() * 1000) - since)
+            text += f" · {elapsed(age)}"
+        return cls(label=step["label"], since=since, open=step["open"], text=text, age_ms=age)
 
 
 class Totals(Reply):
@@ -61,6 +62,24 @@ class Totals(Reply):
     cost_usd: float | None = Field(default=None, description="Reported: provenance, not billed.")
 
 
+# With `brief`, an event bigger than this has its data cut to a preview (`clipped: true`):
+# a timeline's first page stays small whatever the tools printed; a click reads it whole.
+BRIEF_EVENT_BYTES = 1024
+BRIEF_TEXT_CHARS = 200
+BRIEF_ITEMS = 8
+
+
+def preview(value: Any) -> Any:
+    """`value` with long strings cut and long lists shortened."""
+    if isinstance(value, str):
+        return value if len(value) <= BRIEF_TEXT_CHARS else value[:BRIEF_TEXT_CHARS] + "…"
+    if isinstance(value, dict):
+        return {k: preview(v) for k, v in list(value.items())[: BRIEF_ITEMS * 4]}
+    if isinstance(value, list):
+        return [preview(v) for v in value[:BRIEF_ITEMS]]
+    return value
+
+
 class TraceEventItem(Reply):
     seq: int
     ts: int = Field(description="Epoch milliseconds.")
@@ -68,10 +87,13 @@ class TraceEventItem(Reply):
     name: str
     # `data` on the wire (`Reply.data()` is the reply's own JSON).
     data_: dict[str, Any] = Field(alias="data")
+    clipped: bool = Field(default=False, description="`data` is a preview (asked `brief`).")
 
     @classmethod
-    def of(cls, row: TraceEvent) -> TraceEventItem:
+    def of(cls, row: TraceEvent, brief: bool = False) -> TraceEventItem:
         fields = {"seq": row.seq, "ts": row.ts, "kind": row.kind, "name": row.name}
+        if brief and row.size > BRIEF_EVENT_BYTES:
+            return cls.model_validate({**fields, "data": preview(row.data), "clipped": True})
         return cls.model_validate({**fields, "data": row.data})
 
 
@@ -93,7 +115,7 @@ class TraceReply(Reply):
     next_after_seq: int | None = Field(description="Pass as `after_seq` for the next page.")
 
     @classmethod
-    def of(cls, page: TracePage) -> TraceReply:
+    def of(cls, page: TracePage, brief: bool = False) -> TraceReply:
         where, trace = page.case, page.trace
         totals = dict((trace.state if trace else {}).get("totals", {}))
         totals.pop("final", None)
@@ -109,7 +131,7 @@ class TraceReply(Reply):
             last_ts=trace.last_ts if trace else None,
             step=Step.of(trace),
             totals=Totals.model_validate(totals),
-            events=[TraceEventItem.of(row) for row in page.events],
+            events=[TraceEventItem.of(row, brief) for row in page.events],
             next_after_seq=page.events[-1].seq if page.more else None,
         )
 

@@ -69,7 +69,7 @@ def _spent(totals: dict[str, Any], event: TraceEvent) -> None:
         return
     for field, number in found.items():
         kept = number if final else totals.get(field, 0) + number
-        totals[field] = round(kept, 6) if field == "cost_usd" else int(kept)
+        totals[field] = round(kept, 9) if field == "cost_usd" else int(kept)
     totals["final"] = totals.get("final", False) or final
 
 
