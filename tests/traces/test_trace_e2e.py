@@ -77,8 +77,12 @@ def agent_harness(user: Any, tmp_path: Path, name: str, fixture: str, output: st
         workspace_slug="acme",
         name=name,
         spec={
-            "command": [sys.executable, script(tmp_path, name, REPLAY), str(FIXTURES / fixture)]
-            + [str(PAUSE_S)],
+            "command": [
+                sys.executable,
+                script(tmp_path, name, REPLAY),
+                str(FIXTURES / fixture),
+                str(PAUSE_S),
+            ],
             "timeout_s": 60,
             "capabilities": ["python"],
             "output": output,
@@ -201,7 +205,8 @@ TRACE_FILE = """
         with open(os.environ["EVERDICT_TRACE_FILE"], "a") as trace:
             trace.write(json.dumps(event) + "\\n")
     for n in range(3):
-        write({"kind": "tool_call", "name": "Bash", "data": {"id": f"t{n}", "command": f"make {n}"}})
+        data = {"id": f"t{n}", "command": f"make {n}"}
+        write({"kind": "tool_call", "name": "Bash", "data": data})
     given_up = time.monotonic() + 120
     while not os.path.exists(go):
         if time.monotonic() > given_up:
@@ -219,8 +224,12 @@ def file_harness(user: Any, tmp_path: Path, go: Path) -> None:
         workspace_slug="acme",
         name="builder",
         spec={
-            "command": [sys.executable, script(tmp_path, "builder", TRACE_FILE)]
-            + [str(go), str(tmp_path / "builder.pid")],
+            "command": [
+                sys.executable,
+                script(tmp_path, "builder", TRACE_FILE),
+                str(go),
+                str(tmp_path / "builder.pid"),
+            ],
             "timeout_s": 120,
             "capabilities": ["python"],
             "grader": {"type": "contains"},
