@@ -151,6 +151,8 @@
     var d = e.data || {};
     var li = el("li", "k-" + e.kind);
     li.setAttribute("data-seq", e.seq);
+    li.setAttribute("data-ts", e.ts);
+    this.lastTs = e.ts;
     if (e.kind === "error" || d.is_error) li.className += " err";
     var details = el("details");
     var head = el("summary");
@@ -198,6 +200,23 @@
     return this.page().then(function () { return self.reveal(seq); });
   };
 
+  // The step a frame was taken at: the last event before it (the runner and the harness
+  // share the member's clock), loading pages until one after it is on the timeline.
+  Trace.prototype.revealAt = function (ts, fallbackSeq) {
+    var self = this;
+    if (!this.done && (this.lastTs === undefined || this.lastTs <= ts)) {
+      return this.page().then(function () { return self.revealAt(ts, fallbackSeq); });
+    }
+    var rows = this.list.querySelectorAll("li[data-seq]");
+    var chosen = null;
+    for (var i = 0; i < rows.length; i++) {
+      if (Number(rows[i].getAttribute("data-ts")) > ts) break;
+      chosen = rows[i];
+    }
+    if (!chosen) return this.reveal(fallbackSeq);
+    return this.reveal(Number(chosen.getAttribute("data-seq")));
+  };
+
   Trace.prototype.film = function () {
     var self = this;
     var aside = this.box.querySelector("[data-filmstrip]");
@@ -228,11 +247,12 @@
     var view = this.box.querySelector("[data-frame-view]");
     view.querySelector("[data-frame-big]").src = frame.url;
     view.querySelector("[data-frame-big]").alt = "Frame " + frame.n;
+    var at = this.firstTs === null ? null : frame.taken_at - this.firstTs;
     view.querySelector("[data-frame-caption]").textContent =
-      "Frame " + frame.n + (frame.trace_seq >= 0 ? " · at step " + frame.trace_seq : "");
+      "Frame " + frame.n + (at !== null ? " · taken at +" + seconds(Math.max(0, at)) : "");
     if (typeof view.showModal === "function") view.showModal();
     else view.setAttribute("open", "");
-    this.reveal(frame.trace_seq);
+    this.revealAt(frame.taken_at, frame.trace_seq);
   };
 
   function boot() {

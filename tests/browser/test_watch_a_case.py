@@ -118,7 +118,8 @@ def test_a_browser_case_is_watched_live_then_read_frame_by_frame(
     assert frames >= 2
     assert "browser.fill" in timeline and "#a = 17" in timeline and "browser.click" in timeline
     assert "tool calls" in totals
-    assert "browser." in opened_at, opened_at
+    # The last frame was taken after the click: it opens the timeline at the click's answer.
+    assert "result" in opened_at and "browser.click" in opened_at, opened_at
     # The token never left the member's machine: not in the log, not in the trace.
     assert "[redacted]" in log and TOKEN not in log
     note = next(e for e in trace["events"] if e["name"] == "note")
