@@ -66,10 +66,16 @@ def case_attempt(
 ) -> CaseAttempt:
     """The case's job on this repeat and the attempt asked for (by its epoch), by default the
     job's current one; NotFound when the run has no such case."""
-    run = run_get(user=user, run_id=run_id)
+    return attempt_of(run_get(user=user, run_id=run_id), key, repeat, attempt)
+
+
+def attempt_of(
+    run: Run, key: str, repeat: str | int | None, attempt: str | int | None = None
+) -> CaseAttempt:
+    """`case_attempt` of a run the caller may see already."""
     job = RunnerJob.objects.filter(run=run, case_key=key, repeat=repeat_of(run, repeat)).first()
     if job is None:
-        raise NotFound(f"Case {key!r} not found in run {run_id}.")
+        raise NotFound(f"Case {key!r} not found in run {run.pk}.")
     epoch = _number("attempt", attempt, None)
     if epoch is None:
         chosen = JobAttempt.objects.filter(pk=job.current_attempt_id or 0).first()

@@ -1,8 +1,10 @@
 // A case's trace as a timeline, a page of events at a time (big events as previews, read
 // whole when opened), with its totals and its filmstrip beside it: a frame opens large and
-// takes the timeline to the step it was taken at. A 10,000-event trace opens with its first
-// page; the rest come as the timeline is scrolled (or "Load more").
-(function () {
+// takes the timeline to the step it was taken at. The first page comes in the case page
+// itself and shows as the page is parsed (`EverdictTrace.boot(box)`, right after each box);
+// the rest is read from the API as the timeline is scrolled (or "Load more"), so a
+// 10,000-event trace opens as fast as a short one.
+window.EverdictTrace = (function () {
   "use strict";
   var PAGE = 100;
 
@@ -94,9 +96,10 @@
     return "/api/runs/" + this.run + "/trace?" + this.query + extra;
   };
 
-  Trace.prototype.start = function () {
+  Trace.prototype.start = function (first) {
     var self = this;
-    return this.page().then(function () {
+    var shown = first ? Promise.resolve(this.show(first)) : this.page();
+    return shown.then(function () {
       if (!self.list.children.length) self.state.textContent = "none recorded";
       if ("IntersectionObserver" in window) {
         self.sentinel = el("li", "t-sentinel");
@@ -114,17 +117,22 @@
     var self = this;
     var after = this.after === null ? "" : "&after_seq=" + this.after;
     this.loading = getJSON(this.url("&brief=1&limit=" + PAGE + after)).then(function (reply) {
-      if (self.after === null) self.totals(reply);
-      reply.events.forEach(function (e) { self.add(e); });
-      if (reply.events.length) self.after = reply.events[reply.events.length - 1].seq;
-      self.done = reply.next_after_seq === null;
-      self.more.hidden = self.done;
+      self.show(reply);
       self.loading = null;
     }).catch(function (error) {
       self.state.textContent = "could not be read (" + error.message + ")";
       self.loading = null;
     });
     return this.loading;
+  };
+
+  Trace.prototype.show = function (reply) {
+    var self = this;
+    if (this.after === null) this.totals(reply);
+    reply.events.forEach(function (e) { self.add(e); });
+    if (reply.events.length) this.after = reply.events[reply.events.length - 1].seq;
+    this.done = reply.next_after_seq === null;
+    this.more.hidden = this.done;
   };
 
   Trace.prototype.totals = function (reply) {
@@ -255,14 +263,13 @@
     this.revealAt(frame.taken_at, frame.trace_seq);
   };
 
-  function boot() {
-    Array.prototype.forEach.call(document.querySelectorAll("[data-trace]"), function (box) {
-      var trace = new Trace(box);
-      box.trace = trace;
-      trace.start().then(function () { return trace.film(); });
-    });
+  function boot(box) {
+    var embedded = box.querySelector('script[type="application/json"]');
+    var first = embedded ? JSON.parse(embedded.textContent) : null;
+    var trace = new Trace(box);
+    box.trace = trace;
+    trace.start(first).then(function () { return trace.film(); });
   }
 
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", boot);
-  else boot();
+  return { boot: boot };
 })();
