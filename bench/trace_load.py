@@ -13,7 +13,8 @@ import time
 import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # The runner sends what waits every quarter of a second: 10 events/s is 2-3 per call.
@@ -53,7 +54,7 @@ def events(first: int, count: int, ts: int) -> list[Any]:
             data = {"id": f"t{seq}", "input": {"command": f"npm test -- --grep case{seq}"}}
         else:
             data = {"call_id": f"t{seq - 1}", "is_error": False, "content": "ok\n" * 150}
-        made.append(TraceEvent(seq=seq, ts=ts, kind=kind, name="Bash", data=data))
+        made.append(TraceEvent(seq=seq, ts=ts, kind=cast(Any, kind), name="Bash", data=data))
     return made
 
 
@@ -116,8 +117,12 @@ class Load:
                 self.next_seq[job_id] = first + count
                 self.events_sent += count
                 await self.traces.time(
-                    lambda b=batch: report_case_trace(
-                        self.client, job_id=job_id, lease_epoch=epoch, events=b
+                    partial(
+                        report_case_trace,
+                        self.client,
+                        job_id=job_id,
+                        lease_epoch=epoch,
+                        events=batch,
                     )
                 )
             if frame_due >= 1:
@@ -125,12 +130,13 @@ class Load:
                 data = frame(self.base, index, tick)
                 self.frames_sent += 1
                 await self.screens.time(
-                    lambda d=data: report_case_screen(
+                    partial(
+                        report_case_screen,
                         self.client,
                         job_id=job_id,
                         lease_epoch=epoch,
                         media_type="image/png",
-                        data=d,
+                        data=data,
                         taken_at=time.time_ns() // 1_000_000,
                     )
                 )

@@ -20,10 +20,11 @@ PASSWORD = "bench-password"
 
 def seed_trace(member: Any, runner: Any, name: str, count: int) -> int:
     """A one-case run of `name` whose case's trace holds `count` events; its run id."""
+    from seeding import seed_suite
+
     from runners import queue
     from scorecards.services import run_start
     from scorecards.traces.services import trace_report
-    from seeding import seed_suite
 
     seed_suite(member, name=name, cases=1)
     run = run_start(

@@ -160,8 +160,9 @@ def main() -> None:
             concurrency=args.cases,
         )
         blobs = json.dumps({"location": str(scratch.workdir / "blobs"), "allow_overwrite": True})
-        env = {"EVERDICT_LEASE_TTL_S": 3600, "EVERDICT_BLOB_STORAGE_OPTIONS": blobs}
-        with daphne(scratch, **env, **server_env(args)) as server:
+        env: dict[str, Any] = {"EVERDICT_LEASE_TTL_S": 3600}
+        env |= {"EVERDICT_BLOB_STORAGE_OPTIONS": blobs, **server_env(args)}
+        with daphne(scratch, **env) as server:
             found = asyncio.run(measure_load(server, token, args))
             cpu_rows(summary, found, args.cases)
             reader = Runner.objects.get(label="bench-1")

@@ -33,7 +33,8 @@ PAGE = """<!doctype html>
   <div id="answer">?</div>
   <script>
     document.getElementById("add").onclick = function () {
-      var a = Number(document.getElementById("a").value), b = Number(document.getElementById("b").value);
+      var a = Number(document.getElementById("a").value);
+      var b = Number(document.getElementById("b").value);
       document.getElementById("answer").textContent = String(a + b);
       document.body.style.background = "#dafbe1";
     };
