@@ -44,6 +44,12 @@ def live_frame(job_id: int) -> dict[str, Any] | None:
     return frame
 
 
+def live_frames(job_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """The newest frames of these jobs the cache holds, by job id (one round trip)."""
+    held = cache.get_many([live_key(job_id) for job_id in job_ids])
+    return {job_id: held[live_key(job_id)] for job_id in job_ids if live_key(job_id) in held}
+
+
 def check_frame(declared: str, data: bytes) -> None:
     """Refuse what is not a whole PNG or JPEG of the declared type, or is too big."""
     if len(data) > MAX_SCREEN_BYTES:

@@ -14,7 +14,7 @@ from scorecards.blobs.store import blob_open
 from scorecards.models import Run
 from scorecards.selectors.runs import run_get
 from scorecards.traces.models import CaseTrace, ScreenFrame, TraceEvent
-from scorecards.traces.screens import live_frame
+from scorecards.traces.screens import live_frame, live_frames
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -157,9 +157,10 @@ def running_cases(run: Run) -> list[RunningCase]:
     )
     attempts = [job.current_attempt_id for job in jobs if job.current_attempt_id]
     traces = {t.pk: t for t in CaseTrace.objects.filter(pk__in=attempts).defer("run", "job")}
+    frames = live_frames([job.pk for job in jobs])
     found = []
     for job in jobs:
-        live = live_frame(job.pk)
+        live = frames.get(job.pk)
         if live is not None and live["attempt"] != job.current_attempt_id:
             live = None
         found.append(RunningCase(job, traces.get(job.current_attempt_id or 0), live))
