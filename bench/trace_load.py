@@ -100,45 +100,49 @@ class Load:
         await asyncio.gather(*(self._case(i, lease, ends) for i, lease in enumerate(self.leases)))
 
     async def _case(self, index: int, lease: tuple[int, int], ends: float) -> None:
-        from runnercli.client.trace import report_case_screen, report_case_trace
-
-        job_id, epoch = lease
         # Cases start spread over a tick, as cases that began at different times do.
         await asyncio.sleep(TICK_S * index / max(1, len(self.leases)))
-        tick, owed, frame_due = 0, 0.0, 0.0
-        while time.monotonic() < ends:
-            began = time.monotonic()
-            owed += self.events_per_s * TICK_S
-            frame_due += self.frames_per_s * TICK_S
-            if (count := int(owed)) > 0:
-                owed -= count
+        await asyncio.gather(self._events(lease, ends), self._frames(index, lease, ends))
+
+    async def _events(self, lease: tuple[int, int], ends: float) -> None:
+        """What waits is sent every tick; a slow answer makes the next batch bigger, as the
+        runner's batcher does, so the rate holds whatever the round trip."""
+        from runnercli.client.trace import report_case_trace
+
+        job_id, epoch = lease
+        began, sent = time.monotonic(), 0
+        while self.events_per_s and (now := time.monotonic()) < ends:
+            count = min(200, int(self.events_per_s * (now - began)) - sent)
+            if count > 0:
                 first = self.next_seq.get(job_id, 0)
                 batch = events(first, count, time.time_ns() // 1_000_000)
                 self.next_seq[job_id] = first + count
+                sent += count
                 self.events_sent += count
-                await self.traces.time(
-                    partial(
-                        report_case_trace,
-                        self.client,
-                        job_id=job_id,
-                        lease_epoch=epoch,
-                        events=batch,
-                    )
+                call = partial(
+                    report_case_trace, self.client, job_id=job_id, lease_epoch=epoch, events=batch
                 )
-            if frame_due >= 1:
-                frame_due -= 1
-                data = frame(self.base, index, tick)
-                self.frames_sent += 1
-                await self.screens.time(
-                    partial(
-                        report_case_screen,
-                        self.client,
-                        job_id=job_id,
-                        lease_epoch=epoch,
-                        media_type="image/png",
-                        data=data,
-                        taken_at=time.time_ns() // 1_000_000,
-                    )
-                )
-            tick += 1
-            await asyncio.sleep(max(0.0, TICK_S - (time.monotonic() - began)))
+                await self.traces.time(call)
+            await asyncio.sleep(max(0.0, TICK_S - (time.monotonic() - now)))
+
+    async def _frames(self, index: int, lease: tuple[int, int], ends: float) -> None:
+        """The newest frame once a second; a frame whose second has passed is not sent (the
+        runner sends only the newest)."""
+        from runnercli.client.trace import report_case_screen
+
+        job_id, epoch = lease
+        interval, n = 1 / self.frames_per_s if self.frames_per_s else 0.0, 0
+        while interval and (now := time.monotonic()) < ends:
+            call = partial(
+                report_case_screen,
+                self.client,
+                job_id=job_id,
+                lease_epoch=epoch,
+                media_type="image/png",
+                data=frame(self.base, index, n),
+                taken_at=time.time_ns() // 1_000_000,
+            )
+            self.frames_sent += 1
+            n += 1
+            await self.screens.time(call)
+            await asyncio.sleep(max(0.0, interval - (time.monotonic() - now)))

@@ -63,9 +63,10 @@ async def measure_load(server: Server, token: str, args: argparse.Namespace) -> 
         events_cpu = await cpu_of(server, load.run(args.phase_seconds))
         per_event = events_cpu / max(1, load.events_sent)
         load.frames_per_s = 1
-        began = time.monotonic()
+        began, client_began = time.monotonic(), time.process_time()
         mixed_cpu = await cpu_of(server, load.run(args.seconds))
         took = time.monotonic() - began
+        client_cpu = time.process_time() - client_began
     return {
         "hello_ms": hello_s * 1000,
         "frame_ms": per_frame * 1000,
@@ -76,6 +77,7 @@ async def measure_load(server: Server, token: str, args: argparse.Namespace) -> 
         "screens": load.screens,
         "traces": load.traces,
         "seconds": took,
+        "client_core": client_cpu / took,
     }
 
 
@@ -98,6 +100,12 @@ def cpu_rows(summary: Summary, found: dict[str, Any], cases: int) -> None:
         baseline=f"{found['frames']} frames, {found['events']} events in {found['seconds']:.0f} s",
         ratio="",
         target="",
+    )
+    per_case = cases * found["seconds"]
+    summary.notes.append(
+        f"each case sent {found['frames'] / per_case:.2f} frames/s and "
+        f"{found['events'] / per_case:.1f} events/s; the sending process (one runner's client) "
+        f"used {found['client_core'] * 100:.0f}% of a core"
     )
     for name, calls in (("report_case_screen", screens), ("report_case_trace", traces)):
         summary.notes.append(
