@@ -65,7 +65,7 @@ def raw_write(scratch: Scratch, columns: list[str], rows: list[tuple[Any, ...]])
         import psycopg
         from psycopg.types.json import Jsonb
 
-        json_columns = {"payload", "required_capabilities"}
+        json_columns = {"payload", "required_capabilities", "needs_features"}
         adapted = [
             tuple(Jsonb(v) if c in json_columns else v for c, v in zip(columns, row, strict=True))
             for row in rows

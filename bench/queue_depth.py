@@ -78,10 +78,10 @@ def fill(*, start: int, stop: int, owners: list[int], run_id: int, batch_id: int
                 """
                 INSERT INTO runners_runnerjob
                   (owner_id, runner_id, run_id, seq, case_key, batch_id, payload,
-                   required_capabilities, status, lease_epoch, attempts, max_attempts,
-                   created_at, queued_at, reason)
+                   required_capabilities, needs_features, status, lease_epoch, attempts,
+                   max_attempts, created_at, queued_at, reason)
                 SELECT (%s::bigint[])[1 + g %% %s], NULL, %s, g, 'f' || g, %s,
-                       '{"case": {"key": "f", "input": null}}'::jsonb, '[]'::jsonb,
+                       '{"case": {"key": "f", "input": null}}'::jsonb, '[]'::jsonb, '[]'::jsonb,
                        'queued', 0, 0, 3, %s, %s, ''
                 FROM generate_series(%s, %s) AS g
                 """,
@@ -94,10 +94,10 @@ def fill(*, start: int, stop: int, owners: list[int], run_id: int, batch_id: int
                 WITH RECURSIVE g(x) AS (SELECT %s UNION ALL SELECT x + 1 FROM g WHERE x + 1 < %s)
                 INSERT INTO runners_runnerjob
                   (owner_id, runner_id, run_id, seq, case_key, batch_id, payload,
-                   required_capabilities, status, lease_epoch, attempts, max_attempts,
-                   created_at, queued_at, reason)
+                   required_capabilities, needs_features, status, lease_epoch, attempts,
+                   max_attempts, created_at, queued_at, reason)
                 SELECT json_extract(%s, '$[' || (x %% %s) || ']'), NULL, %s, x, 'f' || x, %s,
-                       '{"case": {"key": "f", "input": null}}', '[]',
+                       '{"case": {"key": "f", "input": null}}', '[]', '[]',
                        'queued', 0, 0, 3, %s, %s, ''
                 FROM g
                 """,

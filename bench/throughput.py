@@ -69,6 +69,7 @@ def claim_sql() -> str:
         " WHERE owner_id = %(owner)s AND status = 'queued'"
         " AND (runner_id = %(runner)s OR runner_id IS NULL)"
         " AND required_capabilities <@ %(caps)s::jsonb"
+        " AND needs_features <@ %(features)s::jsonb"
         " ORDER BY created_at, id LIMIT %(limit)s"
         " FOR UPDATE OF runners_runnerjob SKIP LOCKED"
     )
@@ -90,6 +91,7 @@ def raw_worker(url: str, owner: int, runner: int, per_claim: int, go: Any, resul
                         "owner": owner,
                         "runner": runner,
                         "caps": '["python"]',
+                        "features": "[]",
                         "limit": per_claim,
                     }
                     ids = [row[0] for row in conn.execute(claim_sql(), params)]
