@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.defaults import bad_request as page_bad_request
@@ -27,6 +29,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             status=503,
             headers={"Retry-After": "1"},
         )
+    if isinstance(exc, RequestDataTooBig):
+        return Response({"detail": too_big()}, status=413)
     if isinstance(exc, ServiceError):
         body = exc.detail if isinstance(exc.detail, dict) else {"detail": exc.detail}
         return Response(body, status=exc.status)
@@ -35,6 +39,17 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
         )
     return drf_exception_handler(exc, context)
+
+
+def too_big() -> str:
+    """Why a JSON body over Django's limit is refused, and what to send instead."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0
+    return (
+        f"The request body is over the limit of {limit} bytes for a JSON body "
+        "(DATA_UPLOAD_MAX_MEMORY_SIZE). Send a large dataset as JSON Lines instead: "
+        "POST /api/workspaces/<slug>/datasets?name=NAME with Content-Type: "
+        "application/x-ndjson and one case per line, which is read as a stream."
+    )
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:

@@ -31,17 +31,22 @@ from runnercli.protocol import (
     MAX_RELEASE_REASON_CHARS,
     Ack,
     ResultReport,
+    names_missing_artifact,
 )
 from runnercli.results import ResultSender
 from runnercli.session import Session
+from runnercli.shelf import Shelf
 from runnercli.spool import Spool, Spooled, SpoolError
 from runnercli.status import shorten
+from runnercli.upload import resend_blobs
 
 # The longest wait between two sends of a result: how late it lands after an outage.
 DELIVERY_BACKOFF_CAP_S = 30.0
 # How long a failure report or a hand-back is retried while the server cannot be reached
 # (nothing is lost without it: the lease then lapses and the job is retried).
 REPORT_PATIENCE_S = 600.0
+# How often a result refused for a blob the server lacks is sent again after uploading it.
+MAX_ARTIFACT_RESENDS = 3
 
 
 class Delivery:
@@ -53,6 +58,8 @@ class Delivery:
         self.spool = spool
         # Results that finish together go in one call.
         self.results = ResultSender(session.client)
+        # The artifacts results name, until the results are delivered.
+        self.shelf = spool.blobs if spool is not None else Shelf()
 
     async def close(self) -> None:
         """Stop sending results; whoever still awaits an ack is canceled."""
@@ -142,6 +149,7 @@ class Delivery:
         await self._spool_put(report, title, durable=False)
         backoff = Backoff(cap_s=DELIVERY_BACKOFF_CAP_S)
         durable = False
+        resends = MAX_ARTIFACT_RESENDS
         while True:
             if job_run is not None and job_run.epoch != report.lease_epoch:
                 # The job was leased to this runner again while the result waited: it goes
@@ -172,9 +180,30 @@ class Delivery:
             except ToolCallError:
                 await self._spool_drop(report)
                 raise
+            if not ack.accepted and names_missing_artifact(ack.reason) and resends > 0:
+                # Uploaded while the server was away, or removed since: sent again, then
+                # the result with it.
+                resends -= 1
+                report = await self._send_missing(report, title)
+                continue
             await self._spool_drop(report)
             self._acknowledged(title, ack)
+            self.shelf.collect(_blobs_of(report))
             return ack.accepted
+
+    async def _send_missing(self, report: ResultReport, title: str) -> ResultReport:
+        """Upload the blobs the result names that the server lacks; the result without those
+        no longer at hand or refused, kept in the spool as it now is."""
+        sent = await resend_blobs(
+            self.session.client,
+            self.shelf,
+            report,
+            abort=self.session.abort,
+            say=lambda line: self.status.event(f"{title}: {line}"),
+        )
+        if sent is not report:
+            await self._spool_put(sent, title, durable=True)
+        return sent
 
     def _acknowledged(self, title: str, ack: Ack) -> None:
         if ack.accepted and ack.reason == "resumed":
@@ -194,6 +223,8 @@ class Delivery:
         """Send what an earlier run of this runner left in the spool, before leasing."""
         if self.spool is None:
             return
+        # Blobs kept for results that are no longer waiting (a killed runner's) go first.
+        await asyncio.to_thread(self.shelf.sweep)
         entries, problems = await asyncio.to_thread(self.spool.pending)
         for problem in problems:
             self.status.event(f"⚠ a spooled result could not be read (left in place): {problem}")
@@ -241,3 +272,7 @@ class Delivery:
         # undo it, the result is sent again and the server answers it as a duplicate.
         if self.spool is not None:
             self.spool.drop(report)
+
+
+def _blobs_of(report: ResultReport) -> list[str]:
+    return [ref.sha256 for ref in report.result.artifacts or []]

@@ -6,4 +6,4 @@ a part of the loop); the server leases a job needing a feature only to a runner 
 
 from __future__ import annotations
 
-RUNNER_FEATURES: tuple[str, ...] = ("repo", "screens", "trace")
+RUNNER_FEATURES: tuple[str, ...] = ("artifacts", "repo", "screens", "trace")

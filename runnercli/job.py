@@ -4,7 +4,8 @@ The pipeline of a job (`runnercli.case.pipeline`): `Deliver` (first, so that ans
 the lease comes last), `Allow` (the member's consent), `Prepare`, `Repo` (a harness with a
 repo: the case runs in a worktree of the member's checkout), `Trace` and `Screens` (what the
 case does and shows, sent as it runs), `Execute`, `Collect`, `Redact` (when the member set
-`redact` patterns).
+`redact` patterns), `Artifacts` (the files the case left, uploaded before the result names
+them).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 import contextlib
 
 from runnercli.case.allow import Allow
+from runnercli.case.artifacts import Artifacts
 from runnercli.case.collect import Collect
 from runnercli.case.deliver import Deliver
 from runnercli.case.execute import Execute
@@ -73,6 +75,12 @@ class Jobs:
             Execute(),
             Collect(session.tools),
             *([Redact(session.redactor)] if session.redactor else []),
+            Artifacts(
+                session.client,
+                self.delivery.shelf,
+                redactor=session.redactor,
+                abort=session.abort,
+            ),
         ]
 
     def _repo(self) -> Repo:

@@ -34,6 +34,7 @@ from pydantic import ValidationError
 
 from runnercli.config import mcp_url
 from runnercli.protocol import ResultReport
+from runnercli.shelf import Shelf
 
 SUFFIX = ".json"
 
@@ -63,6 +64,8 @@ class Spool:
         self.directory = directory
         self.server = mcp_url(server)
         self._prefix = hashlib.sha256(self.server.encode()).hexdigest()[:12]
+        # The artifacts the results name, kept beside them until they are delivered.
+        self.blobs = Shelf(directory / "blobs", named=self.named_blobs)
 
     def path_of(self, report: ResultReport) -> Path:
         return self.directory / f"{self._prefix}-{report.job_id}-{report.lease_epoch}{SUFFIX}"
@@ -122,6 +125,21 @@ class Spool:
         """Forget the result: the server answered for it."""
         with contextlib.suppress(FileNotFoundError):
             self.path_of(report).unlink()
+
+    def named_blobs(self) -> set[str]:
+        """The digests of the artifacts every result waiting here names (for any server: a
+        blob is kept while any of them may still need it)."""
+        named: set[str] = set()
+        if not self.directory.is_dir():
+            return named
+        for path in self.directory.glob(f"*{SUFFIX}"):
+            try:
+                record = json.loads(path.read_text(encoding="utf-8"))
+                artifacts = record["report"]["result"].get("artifacts") or []
+                named.update(str(artifact["sha256"]) for artifact in artifacts)
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                continue
+        return named
 
     def pending(self) -> tuple[list[Spooled], list[str]]:
         """The results waiting for this server, oldest first, and the files that could not

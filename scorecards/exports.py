@@ -131,13 +131,25 @@ class _Line:
 
 _WRITER = csv.writer(_Line())
 
+# A cell a spreadsheet would read as a formula (`=HYPERLINK(…)`, `+cmd|…`, `@SUM(…)`), or
+# whose tab or carriage return some programs strip first. JSONL keeps every value exact.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralized(value: Any) -> Any:
+    """A text cell that starts like a formula, with a leading `'` so it stays text."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
 
 def csv_line(row: dict[str, Any]) -> str:
     usage = row["usage"] or {}
     provenance = row["provenance"] or {}
     return str(
         _WRITER.writerow(
-            [
+            neutralized(cell)
+            for cell in [
                 row["case__key"],
                 row["repeat"],
                 row["seq"],

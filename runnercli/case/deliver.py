@@ -50,12 +50,17 @@ class Deliver(Stage):
 
     async def cleanup(self, case: CaseContext) -> None:
         self.on_over()
-        if case.cancelled:
-            return  # the runner is going: the lease lapses, or the spool keeps the result
-        if case.ending is not None:
-            case.reported = await self._end(case.job_run, case.ending)
-        elif case.result is not None:
-            case.reported = await self._report(case.job_run, case.result)
+        try:
+            if case.cancelled:
+                return  # the runner is going: the lease lapses, or the spool keeps the result
+            if case.ending is not None:
+                case.reported = await self._end(case.job_run, case.ending)
+            elif case.result is not None:
+                case.reported = await self._report(case.job_run, case.result)
+        finally:
+            # The report is over: the artifacts kept for it go, unless the spool still
+            # holds a result naming them.
+            self.delivery.shelf.release(case.job.job_id)
 
     async def _end(self, job_run: JobRun, ending: Ending) -> bool:
         title, status = job_run.title, self.session.status

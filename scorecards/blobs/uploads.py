@@ -22,6 +22,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from runnercli.protocol import BlobAck, BlobHoldings
+from scorecards.blobs import metrics
 from scorecards.blobs.models import Blob, BlobUpload
 from scorecards.blobs.store import (
     DEFAULT_MEDIA_TYPE,
@@ -65,7 +66,12 @@ def blob_put(
 ) -> BlobAck:
     """Take one chunk of the blob at `offset`; on `final`, check the whole against its digest
     and commit it. `stored` says how many bytes of it the server holds after the call."""
-    workspace_id = workspace_id_of(workspace)
+    ack = _put(workspace_id_of(workspace), sha256, offset, data, final)
+    metrics.BLOB_CHUNKS.labels(outcome="accepted" if ack.accepted else "refused").inc()
+    return ack
+
+
+def _put(workspace_id: int, sha256: str, offset: int, data: bytes, final: bool) -> BlobAck:
     held = Blob.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
     if held is not None:
         # The workspace has these bytes (a retry of a final chunk, or another case's file).
@@ -105,6 +111,7 @@ def _append(
     storage = blob_storage()
     name = storage.save(chunk_key(workspace_id, sha256, offset), ContentFile(data))
     if _record(workspace_id, sha256, upload, name, len(data)):
+        metrics.BLOB_BYTES.inc(len(data))
         return BlobAck(accepted=True, stored=offset + len(data))
     # Another call took this offset meanwhile (the same chunk sent twice at once).
     storage.delete(name)
@@ -188,6 +195,7 @@ def _commit(workspace_id: int, sha256: str) -> BlobAck:
             media_type=DEFAULT_MEDIA_TYPE,
         )
     upload_discard(workspace_id, sha256, chunks)
+    metrics.BLOBS_COMMITTED.inc()
     return BlobAck(accepted=True, stored=size)
 
 

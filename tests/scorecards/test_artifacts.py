@@ -221,3 +221,21 @@ def test_a_run_of_repeats_needs_the_repeat(client: Client, alice: Any, workspace
     assert body(client.get(url + "&repeat=1")) == NOTES
     assert body(client.get(url + "&repeat=0")) == b""
     assert client.get(url + "&repeat=2").status_code == 400
+
+
+def test_the_case_page_links_each_artifact(client: Client, bob: Any, settled: int) -> None:
+    client.force_login(bob)
+    page = client.get(f"/runs/{settled}/cases/c0/").content.decode()
+    assert 'data-testid="artifacts"' in page
+    assert f'href="/api/runs/{settled}/artifacts?key=c0&amp;path=out%2Freport.html"' in page
+    assert "shot.png" in page and "image/png" in page
+
+
+def test_the_workspace_page_shows_the_storage_it_uses(
+    client: Client, alice: Any, workspace: Any, settled: int
+) -> None:
+    client.force_login(alice)
+    page = client.get("/w/acme/").content.decode()
+    size = len(REPORT) + len(NOTES) + len(PNG)
+    assert "django.core.files.storage.filesystem.FileSystemStorage" in page
+    assert f"3 blobs · {size}\xa0bytes" in page

@@ -1,0 +1,30 @@
+"""The blob tools (protocol 3): what the job's workspace holds, and uploads in chunks."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+
+from runnercli.client.calls import RunnerClient
+from runnercli.protocol import BlobAck, BlobHoldings, JobFence
+
+
+async def have_blobs(client: RunnerClient, fence: JobFence, sha256s: Sequence[str]) -> BlobHoldings:
+    """Which of these blobs the job's workspace lacks, and where partial uploads resume."""
+    args = {"job_id": fence.job_id, "lease_epoch": fence.lease_epoch, "sha256": list(sha256s)}
+    return await client.call("have_blobs", args, BlobHoldings)
+
+
+async def put_blob(
+    client: RunnerClient, fence: JobFence, sha256: str, offset: int, data: bytes, final: bool
+) -> BlobAck:
+    """Send one chunk of a blob at `offset` (base64 on the wire); `final` commits it."""
+    args = {
+        "job_id": fence.job_id,
+        "lease_epoch": fence.lease_epoch,
+        "sha256": sha256,
+        "offset": offset,
+        "data": base64.b64encode(data).decode("ascii"),
+        "final": final,
+    }
+    return await client.call("put_blob", args, BlobAck)
