@@ -35,6 +35,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "runner_overhead": ([], ["--cases", "100"]),
     "request_latency": ([], ["--requests", "60", "--warmup", "10"]),
     "trace_screens": ([], ["--seconds", "15", "--phase-seconds", "5", "--events", "2000"]),
+    "artifacts": ([], ["--blobs", "2", "--mib", "4", "--rounds", "3"]),
 }
 POSTGRES_ONLY = {"throughput"}
 

@@ -7,7 +7,6 @@ it is decoded.
 
 from __future__ import annotations
 
-import base64
 import binascii
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -28,7 +27,7 @@ MAX_CHUNK_BASE64_CHARS = 4 * -(-MAX_BLOB_CHUNK_BYTES // 3)
 def decoded_chunk(data: str) -> bytes:
     """The bytes of a chunk's base64 (bounded by the tool's schema before this)."""
     try:
-        return base64.b64decode(data, validate=True)
+        return binascii.a2b_base64(data, strict_mode=True)
     except (binascii.Error, ValueError) as exc:
         raise ToolError(f"data is not valid base64: {exc}") from exc
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from runnercli.backoff import Backoff
-from runnercli.client import RunnerClient, ServerUnavailable, ToolCallError
+from runnercli.client import RunnerClient, RunnerError, ServerUnavailable, ToolCallError
 from runnercli.client.blobs import have_blobs, put_blob
 from runnercli.protocol import BlobHoldings, JobFence, ResultReport
 from runnercli.shelf import Shelf, Source
@@ -28,6 +28,9 @@ UPLOAD_PATIENCE_S = 600.0
 UPLOAD_BACKOFF_CAP_S = 10.0
 # A server that keeps moving the resume point without progress is not followed for ever.
 MAX_RESUMES = 5
+# Blobs sent at once (each one's chunks go in order): the runner encodes one chunk while
+# the server stores another.
+UPLOADS_AT_ONCE = 4
 
 
 class UploadRefused(Exception):
@@ -93,6 +96,46 @@ async def upload(
             if not await waiting.wait():
                 raise
             offset = None
+
+
+@dataclass(frozen=True)
+class Blob:
+    """One blob to upload: where its bytes are, its digest and size."""
+
+    source: Source
+    sha256: str
+    size: int
+
+
+async def upload_many(
+    client: RunnerClient,
+    fence: JobFence,
+    blobs: Sequence[Blob],
+    *,
+    holdings: BlobHoldings | None = None,
+    abort: asyncio.Event | None = None,
+    at_once: int = UPLOADS_AT_ONCE,
+) -> list[Uploaded | RunnerError | UploadRefused]:
+    """Upload several blobs, `at_once` at a time; for each, what its upload did or why it
+    did not (UploadRefused, ServerUnavailable, ToolCallError), in order."""
+    gate = asyncio.Semaphore(max(1, at_once))
+
+    async def one(blob: Blob) -> Uploaded | RunnerError | UploadRefused:
+        async with gate:
+            try:
+                return await upload(
+                    client,
+                    fence,
+                    blob.source,
+                    blob.sha256,
+                    blob.size,
+                    holdings=holdings,
+                    abort=abort,
+                )
+            except (RunnerError, UploadRefused) as exc:
+                return exc
+
+    return list(await asyncio.gather(*(one(blob) for blob in blobs)))
 
 
 def _resume_at(holdings: BlobHoldings, sha256: str) -> int:

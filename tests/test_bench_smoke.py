@@ -174,3 +174,17 @@ def test_the_trace_screens_benchmark_sets_frames_and_events_beside_a_hello(
     if page:
         assert page[0]["figure"] == "case page of a 300-event trace: first timeline row"
         assert "KiB" in page[0]["value"] and page[0]["baseline"].startswith("10-event trace")
+
+
+@pytest.mark.timeout(120)
+def test_the_artifacts_benchmark_uploads_beside_a_plain_post(tmp_path: Path) -> None:
+    result = bench("artifacts", ["--blobs", "2", "--mib", "0.25", "--rounds", "2"], tmp_path)
+    (row,) = result["rows"]
+    assert row["figure"] == "artifact upload, 2 x 0.25 MiB (median of 2)"
+    assert row["value"].endswith(" MiB/s")
+    assert row["baseline"].startswith("plain HTTP POST ")
+    assert row["ratio"].endswith("%")
+    cpu, chunks = result["notes"]
+    assert cpu.startswith("CPU per MiB uploaded: server ")
+    # A quarter MiB is one chunk; sent again, the held blobs cost no chunk at all.
+    assert chunks.startswith("1.0 put_blob chunks per blob") and chunks.endswith("0 chunks sent")

@@ -26,7 +26,7 @@ from runnercli.confine import ConfineError, read_file
 from runnercli.protocol import ArtifactRef, BlobHoldings, JobFence, Limits
 from runnercli.redact import Redactor
 from runnercli.shelf import Shelf, Source
-from runnercli.upload import UploadRefused, upload
+from runnercli.upload import Blob, Uploaded, UploadRefused, upload_many
 
 
 @dataclass(frozen=True)
@@ -133,27 +133,20 @@ class Artifacts(Stage):
     async def _upload(self, case: CaseContext, prepared: list[Prepared]) -> list[ArtifactRef]:
         fence = JobFence(job_id=case.job.job_id, lease_epoch=case.lease.lease_epoch)
         holdings = await self._holdings(fence, [p.ref.sha256 for p in prepared])
+        blobs = [Blob(p.source, p.ref.sha256, p.ref.size) for p in prepared]
+        outcomes = await upload_many(self.client, fence, blobs, holdings=holdings, abort=self.abort)
         refs: list[ArtifactRef] = []
-        for item in prepared:
+        for item, outcome in zip(prepared, outcomes, strict=True):
             ref = item.ref
-            try:
-                done = await upload(
-                    self.client,
-                    fence,
-                    item.source,
-                    ref.sha256,
-                    ref.size,
-                    ref.media_type,
-                    holdings=holdings,
-                    abort=self.abort,
-                )
-            except (UploadRefused, ToolCallError) as exc:
-                case.note(f"⚠ artifact {ref.path} left out: the server refused it: {exc}")
+            if isinstance(outcome, UploadRefused | ToolCallError):
+                case.note(f"⚠ artifact {ref.path} left out: the server refused it: {outcome}")
                 continue
-            except ServerUnavailable as exc:
-                case.note(f"⚠ artifact {ref.path} not uploaded yet ({exc}): sent with the result")
+            if isinstance(outcome, Uploaded):
+                case.note(_uploaded(ref, outcome.chunks, outcome.sent_bytes))
             else:
-                case.note(_uploaded(ref, done.chunks, done.sent_bytes))
+                case.note(
+                    f"⚠ artifact {ref.path} not uploaded yet ({outcome}): sent with the result"
+                )
             refs.append(ref)
         return refs
 

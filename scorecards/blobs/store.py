@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from django.core.files import File
 from django.core.files.base import ContentFile
@@ -54,12 +54,14 @@ def storage_backend() -> str:
     return f"{type(backend).__module__}.{type(backend).__qualname__}"
 
 
-def blob_commit(
-    *, workspace_id: int, sha256: str, content: IO[bytes], size: int, media_type: str
-) -> Blob:
-    """Write verified bytes under their key and record the blob (once, however many callers
-    commit the same bytes at the same time)."""
-    saved = blob_storage().save(blob_key(workspace_id, sha256), File(content))
+def blob_write(workspace_id: int, sha256: str, content: File) -> str:
+    """Write bytes under the blob's key; the name the storage kept them under."""
+    return blob_storage().save(blob_key(workspace_id, sha256), content)
+
+
+def blob_record(*, workspace_id: int, sha256: str, size: int, media_type: str, saved: str) -> Blob:
+    """Record verified bytes written at `saved` as the workspace's blob (once, however many
+    callers commit the same bytes at the same time)."""
     try:
         with transaction.atomic():
             blob, created = Blob.objects.get_or_create(
@@ -85,12 +87,13 @@ def blob_store(
     held = Blob.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
     if held is not None:
         return held
-    return blob_commit(
+    saved = blob_write(workspace_id, sha256, ContentFile(data))
+    return blob_record(
         workspace_id=workspace_id,
         sha256=sha256,
-        content=ContentFile(data),
         size=len(data),
         media_type=media_type,
+        saved=saved,
     )
 
 

@@ -4,21 +4,23 @@ A chunk is accepted only at the offset the upload stands at (what the server hol
 of the last chunk is answered as held, anything else is refused with the offset to resume
 from. Chunks are staged in the blob storage and recorded on the upload's row by a
 compare-and-set on `received`, so two replicas receiving the same chunk at once keep one.
-On `final` the staged chunks are read back through SHA-256: bytes that do not hash to the
-digest they were sent under are refused and nothing of them is kept; bytes that do are
-committed as the blob, and the staging removed.
+On `final` the staged chunks, then the final chunk itself, are streamed through SHA-256 to
+the blob's key: bytes that do not hash to the digest they were sent under are removed and
+refused, and nothing of them is kept; bytes that do are recorded as the blob, and the
+staging removed.
 """
 
 from __future__ import annotations
 
 import hashlib
-import tempfile
+import io
 from collections.abc import Iterable, Sequence
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, cast
 
 from django.conf import settings
+from django.core.files import File
 from django.core.files.base import ContentFile
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from runnercli.protocol import BlobAck, BlobHoldings
@@ -26,8 +28,9 @@ from scorecards.blobs import metrics
 from scorecards.blobs.models import Blob, BlobUpload
 from scorecards.blobs.store import (
     DEFAULT_MEDIA_TYPE,
-    blob_commit,
+    blob_record,
     blob_storage,
+    blob_write,
     chunk_key,
     workspace_id_of,
 )
@@ -38,8 +41,6 @@ if TYPE_CHECKING:
 # Staged chunks one upload may have: a runner sending tiny chunks is told to send larger ones.
 MAX_UPLOAD_CHUNKS = 4096
 COPY_CHUNK = 1 << 20
-# What a commit keeps in memory before it spools to a temporary file.
-SPOOL_BYTES = 4 << 20
 
 
 def blob_holdings(*, workspace: Workspace | int, sha256s: Sequence[str]) -> BlobHoldings:
@@ -72,10 +73,6 @@ def blob_put(
 
 
 def _put(workspace_id: int, sha256: str, offset: int, data: bytes, final: bool) -> BlobAck:
-    held = Blob.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
-    if held is not None:
-        # The workspace has these bytes (a retry of a final chunk, or another case's file).
-        return BlobAck(accepted=True, stored=held.size)
     limit = settings.EVERDICT_MAX_ARTIFACT_BYTES
     if offset < 0 or offset + len(data) > limit:
         upload_discard(workspace_id, sha256)
@@ -84,6 +81,15 @@ def _put(workspace_id: int, sha256: str, offset: int, data: bytes, final: bool) 
             reason=f"blob {sha256} is over the limit of {limit} bytes: nothing of it is kept",
         )
     upload = BlobUpload.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
+    if upload is None or offset != upload.received:
+        held = Blob.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
+        if held is not None:
+            # The workspace has these bytes (a retry of a final chunk, another case's file).
+            return BlobAck(accepted=True, stored=held.size)
+    if final and offset == (upload.received if upload is not None else 0):
+        # The last chunk goes straight into the blob, after the staged ones: staging it
+        # would only write it to read it back.
+        return _commit(workspace_id, sha256, tail=data)
     ack = _append(workspace_id, sha256, upload, offset, data)
     if not ack.accepted or not final:
         return ack
@@ -160,63 +166,105 @@ def _record(
         except IntegrityError:
             return False
         return True
-    moved = BlobUpload.objects.filter(pk=upload.pk, received=upload.received).update(
-        received=upload.received + size, chunks=[*upload.chunks, [name, size]], updated_at=now
-    )
+    with transaction.atomic():
+        _lazy_commit()
+        moved = BlobUpload.objects.filter(pk=upload.pk, received=upload.received).update(
+            received=upload.received + size, chunks=[*upload.chunks, [name, size]], updated_at=now
+        )
     return moved == 1
 
 
-def _commit(workspace_id: int, sha256: str) -> BlobAck:
-    """Read the staged chunks back through SHA-256; commit them as the blob when they hash to
-    `sha256`, else keep nothing."""
+def _lazy_commit() -> None:
+    """Let this transaction commit without waiting for its WAL to reach the disk (PostgreSQL).
+
+    Only the record of a staged chunk is written so: should a crash lose it, the server holds
+    a little less than it said, and the runner, asking where the upload stands before it
+    resumes, sends that chunk again. The blob itself is recorded durably.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
+def _commit(workspace_id: int, sha256: str, tail: bytes = b"") -> BlobAck:
+    """Stream the staged chunks and then `tail`, in order and through SHA-256, to the blob's
+    key; record the blob when they hash to `sha256`, else remove what was written and keep
+    nothing."""
     upload = BlobUpload.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
-    chunks = upload.chunks if upload is not None else []
-    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:  # type: IO[bytes]
-        try:
-            digest, size = _assemble(chunks, spool)
-        except Exception:
-            # A chunk gone: another call committed the blob and removed the staging meanwhile.
-            held = Blob.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
-            if held is not None:
-                return BlobAck(accepted=True, stored=held.size)
-            raise
-        if digest != sha256:
-            upload_discard(workspace_id, sha256)
-            return BlobAck(
-                accepted=False,
-                reason=f"the bytes sent hash to {digest}, not {sha256}: nothing of them is kept",
-            )
-        spool.seek(0)
-        blob_commit(
-            workspace_id=workspace_id,
-            sha256=sha256,
-            content=spool,
-            size=size,
-            media_type=DEFAULT_MEDIA_TYPE,
+    chunks = [str(name) for name, _ in upload.chunks] if upload is not None else []
+    metrics.BLOB_BYTES.inc(len(tail))
+    reader = _Chunks(chunks, tail)
+    try:
+        saved = blob_write(workspace_id, sha256, File(cast(IO[bytes], reader), name=sha256))
+    except Exception:
+        # A chunk gone: another call committed the blob and removed the staging meanwhile.
+        held = Blob.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
+        if held is not None:
+            return BlobAck(accepted=True, stored=held.size)
+        raise
+    digest = reader.digest.hexdigest()
+    if digest != sha256:
+        blob_storage().delete(saved)
+        upload_discard(workspace_id, sha256, chunks)
+        return BlobAck(
+            accepted=False,
+            reason=f"the bytes sent hash to {digest}, not {sha256}: nothing of them is kept",
         )
+    blob_record(
+        workspace_id=workspace_id,
+        sha256=sha256,
+        size=reader.size,
+        media_type=DEFAULT_MEDIA_TYPE,
+        saved=saved,
+    )
     upload_discard(workspace_id, sha256, chunks)
     metrics.BLOBS_COMMITTED.inc()
-    return BlobAck(accepted=True, stored=size)
+    return BlobAck(accepted=True, stored=reader.size)
 
 
-def _assemble(chunks: Iterable[Sequence[object]], out: IO[bytes]) -> tuple[str, int]:
-    """Copy the staged chunks, in order, into `out`; their SHA-256 and size."""
-    storage, digest, size = blob_storage(), hashlib.sha256(), 0
-    for name, _ in chunks:
-        with storage.open(str(name), "rb") as chunk:
-            while piece := chunk.read(COPY_CHUNK):
-                digest.update(piece)
-                out.write(piece)
-                size += len(piece)
-    return digest.hexdigest(), size
+class _Chunks(io.RawIOBase):
+    """The staged chunks read one after the other as one stream, hashed as they are read."""
+
+    def __init__(self, names: list[str], tail: bytes = b"") -> None:
+        super().__init__()
+        self.names = list(names)
+        self.tail = tail
+        self.digest = hashlib.sha256()
+        self.size = 0
+        self._open: IO[bytes] | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        while True:
+            if self._open is None:
+                if not self.names:
+                    piece, self.tail = self.tail, b""
+                    self.digest.update(piece)
+                    self.size += len(piece)
+                    return piece
+                self._open = blob_storage().open(self.names.pop(0), "rb")
+            piece = self._open.read(size if size and size > 0 else COPY_CHUNK)
+            if piece:
+                self.digest.update(piece)
+                self.size += len(piece)
+                return bytes(piece)
+            self._open.close()
+            self._open = None
+
+    def close(self) -> None:
+        if self._open is not None:
+            self._open.close()
+            self._open = None
+        super().close()
 
 
-def upload_discard(
-    workspace_id: int, sha256: str, chunks: Iterable[Sequence[object]] | None = None
-) -> None:
-    """Forget an upload in progress and remove its staged chunks."""
+def upload_discard(workspace_id: int, sha256: str, chunks: Iterable[str] = ()) -> None:
+    """Forget an upload in progress and remove its staged chunks (those it records, and
+    `chunks` read from it before)."""
     upload = BlobUpload.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
-    names = {str(name) for name, _ in (chunks or [])}
+    names = set(chunks)
     if upload is not None:
         names.update(str(name) for name, _ in upload.chunks)
         BlobUpload.objects.filter(pk=upload.pk).delete()

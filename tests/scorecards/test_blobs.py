@@ -119,7 +119,7 @@ def test_a_retry_of_the_last_chunk_is_answered_as_held_and_stored_once(workspace
 
 
 def test_bytes_that_do_not_hash_to_their_digest_are_refused_and_nothing_is_kept(
-    workspace: Any,
+    workspace: Any, blob_dir: Path
 ) -> None:
     real = os.urandom(2 * CHUNK)
     forged = sha(b"something else")
@@ -130,6 +130,7 @@ def test_bytes_that_do_not_hash_to_their_digest_are_refused_and_nothing_is_kept(
     assert not Blob.objects.exists()
     assert not BlobUpload.objects.exists()
     assert staged_files(workspace) == []
+    assert not [p for p in blob_dir.rglob("*") if p.is_file()]
 
 
 def test_a_blob_over_the_limit_is_refused_before_its_chunk_is_stored(

@@ -1,0 +1,165 @@
+"""Artifact upload throughput: the runner's uploader beside a plain HTTP POST of the same
+bytes to the same server in the same run.
+
+Through a daphne over a scratch database (PostgreSQL by default), its blobs in a directory of
+the scratch run: a runner paired through the services leases a job over MCP, then uploads N
+distinct random blobs of S MiB with `runnercli.upload.upload_many` as the Artifacts stage
+does (`UPLOADS_AT_ONCE` blobs at a time, each one's chunks in order) — `have_blobs`, `put_blob`
+chunks of `hello.limits.max_blob_chunk_bytes` as base64 in MCP calls, the digest checked and
+the blob committed on the final chunk — timed from the first call to the last answer.
+Baseline, interleaved in rounds with it: the same bytes as plain `POST /healthz` bodies on one
+keep-alive connection (the server reads each body whole before it answers; it keeps nothing).
+Target: artifacts at ≥ 25 % of the plain POST's MiB/s (the median over rounds of each
+round's ratio: a round's pair runs back to back, under the same load). Beside it: the same
+blobs again (held already: one `have_blobs` call each, no byte sent).
+
+    .venv/bin/python bench/artifacts.py [--blobs 4] [--mib 8] [--rounds 5] [--sqlite]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import statistics
+import time
+from typing import Any
+
+from databases import add_database_arguments, scratch_database
+from report import Summary, finish, machine_line
+from seeding import pair_runners, seed_member, seed_suite
+from servers import daphne, server_env
+
+TARGET = 0.25
+MIB = 1024 * 1024
+
+
+def lease_one(url: str, token: str) -> Any:
+    """Lease the run's job over MCP as a runner does; its fence."""
+    from runnercli.client import RunnerClient
+    from runnercli.protocol import JobFence
+
+    async def go() -> JobFence:
+        async with RunnerClient(url, token) as client:
+            await client.hello(capabilities=["python"])
+            batch = await client.lease_job(wait_ms=5000, capabilities=["python"], status="")
+            assert batch.lease is not None, "no job leased"
+            return JobFence(job_id=batch.lease.job_id, lease_epoch=batch.lease.lease_epoch)
+
+    return asyncio.run(go())
+
+
+async def _upload_all(url: str, token: str, fence: Any, blobs: list[bytes]) -> tuple[float, int]:
+    """Seconds to upload every blob as the runner's Artifacts stage does (several at once,
+    each one's chunks in order), and the put_blob calls made."""
+    from runnercli.client import RunnerClient
+    from runnercli.upload import Blob, Uploaded, upload_many
+
+    items = [Blob(data, hashlib.sha256(data).hexdigest(), len(data)) for data in blobs]
+    async with RunnerClient(url, token) as client:
+        await client.hello(capabilities=["python"])
+        began = time.perf_counter()
+        outcomes = await upload_many(client, fence, items)
+        took = time.perf_counter() - began
+    done = [o for o in outcomes if isinstance(o, Uploaded)]
+    assert len(done) == len(items), outcomes
+    return took, sum(o.chunks for o in done)
+
+
+def uploads(url: str, token: str, fence: Any, blobs: list[bytes]) -> tuple[float, int]:
+    return asyncio.run(_upload_all(url, token, fence, blobs))
+
+
+def plain_posts(url: str, blobs: list[bytes]) -> float:
+    """Seconds to POST every blob as a plain body on one keep-alive connection."""
+    import httpx2
+
+    headers = {"Content-Type": "application/octet-stream"}
+    with httpx2.Client(base_url=url, timeout=120) as client:
+        client.get("/healthz").raise_for_status()
+        began = time.perf_counter()
+        for data in blobs:
+            reply = client.post("/healthz", content=data, headers=headers)
+            assert reply.status_code < 500, reply.text[:300]
+        return time.perf_counter() - began
+
+
+def rate(size: int, seconds: float) -> float:
+    return size / MIB / seconds if seconds else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--blobs", type=int, default=4, help="blobs per round (4)")
+    parser.add_argument("--mib", type=float, default=8, help="MiB per blob (8)")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (5)")
+    add_database_arguments(parser)
+    args = parser.parse_args()
+    size = max(1, int(args.mib * MIB))
+
+    summary = Summary("artifact upload throughput, beside a plain HTTP POST of the same bytes")
+    with scratch_database(args) as scratch:
+        print(f"artifacts — {machine_line(scratch)}")
+        member = seed_member()
+        seed_suite(member, name="one", cases=1)
+        [(runner_id, token)] = pair_runners(member.user, 1)
+        from scorecards.services import run_start
+
+        run_start(
+            user=member.user,
+            workspace_slug=member.slug,
+            harness="one",
+            dataset="one",
+            runtime=f"self:{runner_id}",
+        )
+        storage = {"location": str(scratch.workdir / "blobs"), "allow_overwrite": True}
+        env = {**server_env(args), "EVERDICT_BLOB_STORAGE_OPTIONS": json.dumps(storage)}
+        with daphne(scratch, **env) as server:
+            fence = lease_one(server.url, token)
+            plain_posts(server.url, [os.urandom(size)])  # warm-up
+            upload_s, posts_s, chunks = [], [], 0
+            cpu = {"server": 0.0, "runner": 0.0, "server_post": 0.0}
+            for _ in range(args.rounds):
+                blobs = [os.urandom(size) for _ in range(args.blobs)]
+                began = server.cpu_seconds()
+                posts_s.append(plain_posts(server.url, blobs))
+                cpu["server_post"] += server.cpu_seconds() - began
+                began, own = server.cpu_seconds(), time.process_time()
+                took, made = uploads(server.url, token, fence, blobs)
+                cpu["server"] += server.cpu_seconds() - began
+                cpu["runner"] += time.process_time() - own
+                upload_s.append(took)
+                chunks += made
+            again_s, again_chunks = uploads(server.url, token, fence, blobs)
+    moved = size * args.blobs
+    upload_rate = rate(moved, statistics.median(upload_s))
+    post_rate = rate(moved, statistics.median(posts_s))
+    # Each round's pair ran back to back, under the same load from the rest of the machine.
+    ratio = statistics.median(p / u for p, u in zip(posts_s, upload_s, strict=True))
+    summary.add(
+        benchmark="artifacts",
+        figure=f"artifact upload, {args.blobs} x {args.mib:g} MiB (median of {args.rounds})",
+        value=f"{upload_rate:.1f} MiB/s",
+        baseline=f"plain HTTP POST {post_rate:.1f} MiB/s",
+        ratio=f"{ratio:.0%}",
+        target=f">= {TARGET:.0%}",
+        met=ratio >= TARGET,
+    )
+    total_mib = moved * args.rounds / MIB
+    summary.notes.append(
+        f"CPU per MiB uploaded: server {cpu['server'] / total_mib * 1000:.1f} ms, runner "
+        f"{cpu['runner'] / total_mib * 1000:.1f} ms (base64 and JSON of each chunk on both "
+        f"sides); per MiB POSTed plainly: server {cpu['server_post'] / total_mib * 1000:.1f} ms"
+    )
+    summary.notes.append(
+        f"{chunks / (args.rounds * args.blobs):.1f} put_blob chunks per blob; the same "
+        f"{args.blobs} blobs again (held already): {again_s * 1000:.0f} ms, "
+        f"{again_chunks} chunks sent"
+    )
+    finish(summary, args)
+
+
+if __name__ == "__main__":
+    main()
