@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+from pathlib import Path
 
 from runnercli.case.pipeline import CaseContext, Stage
 from runnercli.client import RunnerClient, ServerUnavailable, ToolCallError
@@ -73,6 +75,8 @@ class Screens(Stage):
 
     async def _look(self, case: CaseContext, now: int | None = None) -> None:
         assert self.watcher is not None
+        if not _has_files(self.watcher.directory):
+            return  # most harnesses never write a frame: no thread for them
         seen = await asyncio.to_thread(self.watcher.poll, now)
         if isinstance(seen, Skipped):
             case.note(f"⚠ screen {seen.name} not sent: {seen.reason}")
@@ -98,3 +102,11 @@ class Screens(Stage):
             self.refused = ack.reason
             return
         self.sent += 1
+
+
+def _has_files(directory: Path) -> bool:
+    try:
+        with os.scandir(directory) as entries:
+            return any(True for _ in entries)
+    except OSError:
+        return False
