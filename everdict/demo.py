@@ -271,7 +271,10 @@ def print_summary(run: Any, url: str, console: Any) -> None:
         with contextlib.suppress(ValueError, TypeError):
             import json
 
-            answer = str(json.loads(answer).get("result", answer))
+            parsed = json.loads(answer)
+            # A JSON harness's answer is its `result`; a text one (the browser's) as it is.
+            if isinstance(parsed, dict):
+                answer = str(parsed.get("result", answer))
         table.add_row(
             result["case"],
             f"[{colours[result['verdict']]}]{result['verdict']}[/]",
