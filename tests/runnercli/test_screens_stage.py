@@ -124,3 +124,33 @@ def test_no_screens_keeps_them_here(tmp_path: Path) -> None:
     case, _ = run(client, [*harness(tmp_path, FILMS)[:1], str(script)], send=False)
     assert client.calls == []
     assert case.result is not None and case.result.output == "True\n"
+
+
+def test_a_screen_directory_is_reused_emptied_and_never_shows_a_frame_of_another_case(
+    tmp_path: Path,
+) -> None:
+    from runnercli.case.screens import ScreenDirs
+
+    dirs = ScreenDirs(tmp_path / "runner")
+    (tmp_path / "runner").mkdir()
+    client = ScreenServer()
+    leaves = textwrap.dedent(
+        """
+        import os
+        screens = os.environ["EVERDICT_SCREEN_DIR"]
+        print(screens, sorted(os.listdir(screens)))
+        os.mkdir(os.path.join(screens, "junk"))
+        """
+    )
+    script = tmp_path / "leaves.py"
+    script.write_text(leaves)
+    first, _ = run(
+        client, [*harness(tmp_path, FILMS), "0", *frames_on_disk(tmp_path, png())], dirs=dirs
+    )
+    second, _ = run(client, [*harness(tmp_path, FILMS)[:1], str(script)], dirs=dirs)
+    third, _ = run(client, [*harness(tmp_path, FILMS)[:1], str(script)], dirs=dirs)
+    assert client.frames() == [png()]  # the first case's frame, sent once
+    assert first.env["EVERDICT_SCREEN_DIR"] == second.env["EVERDICT_SCREEN_DIR"]
+    assert second.result is not None and second.result.output.endswith(" []\n")
+    assert third.result is not None and third.result.output.endswith(" []\n")
+    assert [p.name for p in (tmp_path / "runner").iterdir()] == ["screens-0"]
