@@ -114,7 +114,6 @@ def run(
     server = check_server(server or config.server, insecure=insecure or config.insecure)
     token = check_token(token or config.token)
     redactor, repos = check_redact(path, config), check_repos(path, config)
-    withheld = {"files": no_files, "screens": no_screens, "trace": no_trace}
     consent = ConsentSettings(
         trust_file=trust_path(path),
         server=server,
@@ -125,7 +124,6 @@ def run(
         ask=sys.stdin.isatty() and sys.stdout.isatty(),
         timeout_s=consent_timeout,
         command_options=_command_options(config_file, server, config),
-        withheld=frozenset(name for name, kept in withheld.items() if kept),
         redact_patterns=len(redactor.patterns),
     )
     options = RunOptions(
@@ -146,6 +144,7 @@ def run(
         no_screens=no_screens,
         no_trace=no_trace,
     )
+    consent.withheld = options.withheld
     # What is loaded by now lives as long as the runner: kept out of every collection.
     gc.freeze()
     sys.exit(asyncio.run(_run(server, token, options)))
