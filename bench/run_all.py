@@ -34,6 +34,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "run_page": ([], ["--sizes", "100,2000", "--repeat", "3"]),
     "runner_overhead": ([], ["--cases", "100"]),
     "request_latency": ([], ["--requests", "60", "--warmup", "10"]),
+    "trace_screens": ([], ["--seconds", "15", "--phase-seconds", "5", "--events", "2000"]),
     "artifacts": ([], ["--blobs", "2", "--mib", "4", "--rounds", "3"]),
     "services": ([], ["--cases", "30", "--repeat", "2"]),
 }

@@ -26,6 +26,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from everdict.demo_browser import BROWSER_DATASET, BROWSER_HARNESS, has_chromium, seed_browser
 from everdict.processes import (
     Proc,
     ProcessExited,
@@ -164,6 +165,7 @@ def demo_seed(user: User) -> None:
     )
     if stored != CASES:
         dataset_create(user=user, workspace_slug=WORKSPACE, name=DATASET, cases=CASES)
+    seed_browser(user, WORKSPACE)
     _seed_web(user)
 
 
@@ -358,7 +360,10 @@ def print_summary(run: Any, url: str, console: Any) -> None:
         with contextlib.suppress(ValueError, TypeError):
             import json
 
-            answer = str(json.loads(answer).get("result", answer))
+            parsed = json.loads(answer)
+            # A JSON harness's answer is its `result`; a text one (the browser's) as it is.
+            if isinstance(parsed, dict):
+                answer = str(parsed.get("result", answer))
         table.add_row(
             result["case"],
             f"[{colours[result['verdict']]}]{result['verdict']}[/]",
@@ -486,6 +491,8 @@ def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console
             "--allow",
             f"{WORKSPACE}/{HARNESS}",
             "--allow",
+            f"{WORKSPACE}/{BROWSER_HARNESS}",
+            "--allow",
             f"{WORKSPACE}/{WEB_HARNESS}",
             "--allow",
             f"{WORKSPACE}/{WEB_DOCKER_HARNESS}",
@@ -507,10 +514,36 @@ def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console
     print_summary(run, url, console)
     if not run.is_terminal:
         console.print(f"The run has not finished within {args.timeout:.0f}s; it goes on.")
+    _browser_run(user, runner, server, children, args, console)
     console.print(f"Serving at {server}/ — press Ctrl-C to stop.")
     while True:
         _check_alive(children)
         time.sleep(0.5)
+
+
+def _browser_run(
+    user: User, runner: Any, server: str, children: Children, args: Any, console: Any
+) -> None:
+    """A run of the browser harness, watched live on its page, when chromium is here."""
+    from scorecards.services import run_start
+
+    if not has_chromium():
+        console.print(
+            f"No chromium here: the {BROWSER_HARNESS} harness (a browser the run page watches) "
+            "needs chromium and the playwright package; `apt-get install chromium` to see it."
+        )
+        return
+    run = run_start(
+        user=user,
+        workspace_slug=WORKSPACE,
+        harness=BROWSER_HARNESS,
+        dataset=BROWSER_DATASET,
+        runtime=f"self:{runner.pk}",
+    )
+    url = f"{server}/runs/{run.pk}/"
+    console.print(f"Dispatched run #{run.pk} of chromium driven headless: watch it at {url}")
+    run = _wait_for_run(run.pk, children, args.timeout, console.print)
+    print_summary(run, url, console)
 
 
 if __name__ == "__main__":

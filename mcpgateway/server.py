@@ -18,9 +18,11 @@ from mcpgateway.artifact_tools import ARTIFACT_TOOLS
 from mcpgateway.auth import EverdictTokenVerifier
 from mcpgateway.blob_tools import BLOB_TOOLS
 from mcpgateway.calls import guarded
+from mcpgateway.case_trace_tools import CASE_TRACE_TOOLS
 from mcpgateway.personal_tools import PERSONAL_TOOLS
 from mcpgateway.run_tools import RUN_TOOLS
 from mcpgateway.runner_tools import RUNNER_TOOLS
+from mcpgateway.trace_tools import TRACE_TOOLS
 
 MCP_PATH = "/mcp"
 # Room for the largest valid result (1 MiB output + 64 KiB stderr tail) even when JSON
@@ -31,12 +33,13 @@ INSTRUCTIONS = """\
 Everdict runs evaluation suites on members' own machines.
 Runner tools (a runner token, rnr_…): hello, lease_job, heartbeat_job, submit_job_result,
 submit_job_results, fail_job, release_job, report_case_log; have_blobs, put_blob (the
-artifacts of a case, uploaded in chunks before its result). A tool error whose structured
+artifacts of a case, uploaded in chunks before its result); report_case_trace,
+report_case_screen (a running case's trace and screen). A tool error whose structured
 content says `retryable` is the server's passing trouble: send the call again.
 Personal tools (a personal API key, evk_…): pair_runner, list_runners, revoke_runner,
 list_api_keys, approve_device_pairing; start_run, get_run, list_results, list_runs,
 compare_runs, rerun, cancel_run; get_case, get_artifact (a case whole, and the files it
-left)."""
+left); get_case_trace (what the agent did, step by step)."""
 
 
 def strict_tool(fn: Callable[..., Any]) -> Tool:
@@ -65,9 +68,12 @@ def build_server() -> MCPServer:
             issuer_url=AnyHttpUrl(settings.EVERDICT_PUBLIC_URL or "http://127.0.0.1:8000"),
             resource_server_url=None,
         ),
-        tools=[strict_tool(guarded(fn)) for fn in [*PERSONAL_TOOLS, *RUN_TOOLS, *ARTIFACT_TOOLS]],
+        tools=[
+            strict_tool(guarded(fn))
+            for fn in [*PERSONAL_TOOLS, *RUN_TOOLS, *ARTIFACT_TOOLS, *CASE_TRACE_TOOLS]
+        ],
     )
-    for tool in [*RUNNER_TOOLS, *BLOB_TOOLS]:
+    for tool in [*RUNNER_TOOLS, *BLOB_TOOLS, *TRACE_TOOLS]:
         server.add_tool(guarded(tool))
     return server
 

@@ -27,6 +27,8 @@ TOKEN_ENV = "EVERDICT_RUNNER_TOKEN"
 
 # Programs whose presence on PATH a harness may require (`"capabilities": ["claude"]`).
 DETECTABLE_PROGRAMS = ("claude", "codex", "docker", "git")
+# Capabilities any of several programs gives: a browser by its distributions' names.
+DETECTABLE_ANY = {"chromium": ("chromium", "chromium-browser")}
 
 
 class ConfigError(Exception):
@@ -112,6 +114,7 @@ def detected_capabilities() -> list[str]:
     """Return what this machine offers: `python`, the OS name, and known programs on PATH."""
     found = ["python", os_name()]
     found += [program for program in DETECTABLE_PROGRAMS if shutil.which(program)]
+    found += [name for name, programs in DETECTABLE_ANY.items() if any(map(shutil.which, programs))]
     return [cap for cap in found if is_capability(cap)]
 
 

@@ -6,5 +6,5 @@ a part of the loop); the server leases a job needing a feature only to a runner 
 
 from __future__ import annotations
 
-# `repo` and `artifacts`: the Repo and Artifacts stages; `services`: the Services stage.
-RUNNER_FEATURES: tuple[str, ...] = ("artifacts", "repo", "services")
+# `repo`, `artifacts`, `trace`, `screens`, `services`: the stages that do them.
+RUNNER_FEATURES: tuple[str, ...] = ("artifacts", "repo", "screens", "services", "trace")

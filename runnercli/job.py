@@ -3,9 +3,10 @@
 The pipeline of a job (`runnercli.case.pipeline`): `Deliver` (first, so that answering for
 the lease comes last), `Allow` (the member's consent), `Prepare`, `Repo` (a harness with a
 repo: the case runs in a worktree of the member's checkout), `Services` (a harness with
-services: its topology acquired, the case's own started), `Execute`, `Collect`, `Redact`
-(when the member set `redact` patterns), `Artifacts` (the files the case left, uploaded
-before the result names them).
+services: its topology acquired, the case's own started), `Trace` and `Screens` (what the
+case does and shows, sent as it runs), `Execute`, `Collect`, `Redact` (when the member set
+`redact` patterns), `Artifacts` (the files the case left, uploaded before the result names
+them).
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from runnercli.case.pipeline import CaseContext, Pipeline, Stage
 from runnercli.case.prepare import Prepare
 from runnercli.case.redact import Redact
 from runnercli.case.repo import Repo
+from runnercli.case.screens import Screens
 from runnercli.case.services import Services
+from runnercli.case.trace import Trace
 from runnercli.caselog import CaseLog
 from runnercli.consent import Consent
 from runnercli.delivery import Delivery
@@ -32,6 +35,7 @@ from runnercli.ratelimit import Pauses
 from runnercli.services.part import RunnerServices
 from runnercli.session import Session
 from runnercli.slots import Slots
+from runnercli.traces import TraceOutbox
 
 
 class Jobs:
@@ -46,9 +50,11 @@ class Jobs:
         heartbeats: Heartbeats,
         delivery: Delivery,
         pauses: Pauses,
+        traces: TraceOutbox | None = None,
         services: RunnerServices | None = None,
     ) -> None:
         self.session = session
+        self.traces = traces
         options = session.options
         self.services = services or RunnerServices(options, session.worktrees, session.status)
         self.slots = slots
@@ -72,6 +78,7 @@ class Jobs:
             Prepare(),
             *([self._repo()] if spec.repo is not None else []),
             *([self._services()] if spec.services else []),
+            *self._watched(),
             Execute(),
             Collect(session.tools),
             *([Redact(session.redactor)] if session.redactor else []),
@@ -93,6 +100,15 @@ class Jobs:
             session.options.repos,
             max_diff_bytes=lambda: session.client.limits.max_artifact_bytes,
         )
+
+    def _watched(self) -> list[Stage]:
+        """The trace and the screens of the case, sent unless the member keeps them here."""
+        session, options = self.session, self.session.options
+        redact = session.redactor.text if session.redactor else None
+        return [
+            Trace(session.client, send=not options.no_trace, redact=redact, outbox=self.traces),
+            Screens(session.client, send=not options.no_screens),
+        ]
 
     async def handle(self, job_run: JobRun) -> bool:
         """Run one leased job and report it; return whether the server took the report."""

@@ -42,6 +42,7 @@ from runnercli.session import Session
 from runnercli.slots import Slots
 from runnercli.spool import Spool
 from runnercli.status import StatusLine, shorten
+from runnercli.traces import TraceOutbox
 
 
 class RunnerLoop:
@@ -56,6 +57,7 @@ class RunnerLoop:
         self.pauses = Pauses(session, self.delivery)
         self.services = RunnerServices(options, session.worktrees, status)
         slots = Slots(options.slots)
+        self.traces = TraceOutbox(session, options.spool_dir)
         jobs = Jobs(
             session,
             slots=slots,
@@ -63,6 +65,7 @@ class RunnerLoop:
             heartbeats=self.heartbeats,
             delivery=self.delivery,
             pauses=self.pauses,
+            traces=self.traces,
             services=self.services,
         )
         self.leaser = Leaser(
@@ -94,6 +97,7 @@ class RunnerLoop:
             if session.stop.is_set():
                 return session.exit_code
             # What an earlier run finished but could not deliver goes first.
+            self.traces.resend_spooled()
             await self.delivery.resend_spooled()
             leaser = asyncio.create_task(self.leaser.run())
             watcher = asyncio.create_task(self.heartbeats.sleep_watch.run(), name="sleep-watch")
@@ -110,6 +114,7 @@ class RunnerLoop:
         finally:
             await self.services.close()
             await self.delivery.close()
+            await self.traces.close()
         if session.fatal is not None:
             session.status.event(f"✗ {session.fatal}")
             return session.fatal.code

@@ -313,3 +313,11 @@ class CaseResult(models.Model):
 
 # Blobs and artifacts are models of this app, defined beside their services.
 from scorecards.blobs.models import Artifact, Blob, BlobUpload  # noqa: E402, F401
+
+# The trace and screens of each attempt of a case (a package of their own).
+from scorecards.traces.models import (  # noqa: E402, F401
+    CaseScreens,
+    CaseTrace,
+    ScreenFrame,
+    TraceEvent,
+)

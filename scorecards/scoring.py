@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from runnercli.protocol import HarnessSpec
+from runnercli.protocol import STREAM_OUTPUTS, HarnessSpec
 from scorecards.patterns import PatternRefused, compile_pattern, parse_json
 
 Verdict = Literal["pass", "fail", "error"]
@@ -202,6 +202,10 @@ def _usage_in(document: Any) -> dict[str, Any]:
             ("total_cost_usd", ("total_cost_usd", "cost_usd")),
             ("input_tokens", ("input_tokens",)),
             ("output_tokens", ("output_tokens",)),
+            # Tokens read from or written to a prompt cache (Claude Code, Codex).
+            ("cache_read_input_tokens", ("cache_read_input_tokens",)),
+            ("cache_creation_input_tokens", ("cache_creation_input_tokens",)),
+            ("cached_input_tokens", ("cached_input_tokens",)),
         ):
             if key in found:
                 continue
@@ -220,8 +224,13 @@ def _usage_in(document: Any) -> dict[str, Any]:
 
 
 def extract_usage(output: str, output_kind: str, advisory: dict[str, Any] | None) -> dict | None:
-    """Return the usage the output carries, else the runner's advisory usage, else None."""
+    """Return the usage the output carries, else the runner's advisory usage, else None.
+
+    For an agent's event stream (`claude-stream-json`, `codex-jsonl`) the output is the final
+    result's text, and the usage is what the runner read from that result event."""
     document: Any = None
+    if output_kind in STREAM_OUTPUTS:
+        return _usage_in(advisory) or None
     if output_kind == "json" or output.lstrip().startswith("{"):
         try:
             document = parse_json(output)

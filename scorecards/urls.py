@@ -8,6 +8,7 @@ from scorecards import views
 from scorecards.api import artifacts, catalog, results, runs, workspaces
 from scorecards.consumers import RunConsumer
 from scorecards.links import case_patterns
+from scorecards.traces import urls as traces_urls
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -55,6 +56,7 @@ api_urlpatterns = [
     ),
     path("runs/<int:run_id>/artifacts", artifacts.ArtifactView.as_view(), name="api-artifact"),
     *case_patterns(results.CaseDetailView.as_view(), "api-case", slash=False),
+    *traces_urls.api_urlpatterns,
 ]
 
 websocket_urlpatterns = [

@@ -150,6 +150,33 @@ def test_the_idle_runners_benchmark_parks_runners_in_the_window_hello_offers(
 
 
 @pytest.mark.timeout(120)
+def test_the_trace_screens_benchmark_sets_frames_and_events_beside_a_hello(
+    tmp_path: Path,
+) -> None:
+    args = ["--cases", "2", "--seconds", "2", "--phase-seconds", "1", "--hellos", "10"]
+    args += ["--events", "300", "--page-repeat", "1"]
+    result = bench("trace_screens", args, tmp_path)
+    figures = [row["figure"] for row in result["rows"]]
+    assert figures[:3] == [
+        "server CPU per frame",
+        "server CPU per event",
+        "2 cases, 1 frame/s + 10 events/s each: server CPU",
+    ]
+    assert all(row["baseline"].startswith("hello ") for row in result["rows"][:2])
+    assert all(row["value"].endswith(" ms") for row in result["rows"][:2])
+    # Every call under the load was taken.
+    calls = [note for note in result["notes"] if "under the load" in note]
+    assert len(calls) == 2 and all(", 0 failed" in note for note in calls), calls
+    # The case page is measured in Debian's chromium when it is here.
+    page = [row for row in result["rows"] if row["figure"].startswith("case page")]
+    notes = " ".join(result["notes"])
+    assert page or "no chromium on PATH" in notes
+    if page:
+        assert page[0]["figure"] == "case page of a 300-event trace: first timeline row"
+        assert "KiB" in page[0]["value"] and page[0]["baseline"].startswith("10-event trace")
+
+
+@pytest.mark.timeout(120)
 def test_the_artifacts_benchmark_uploads_beside_a_plain_post(tmp_path: Path) -> None:
     result = bench("artifacts", ["--blobs", "2", "--mib", "0.25", "--rounds", "2"], tmp_path)
     (row,) = result["rows"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from everdict.demo_browser import has_chromium
 from tests.live import ROOT, free_port
 
 # The engine under the server does not change what this shows: one database pass runs it.
@@ -80,6 +82,12 @@ def test_the_demo_prints_a_scored_summary_and_leaves_nothing_behind(tmp_path: Pa
             proc.kill()
 
     assert "Pass rate: 70% (7 pass, 3 fail, 0 error)" in output
+    # With chromium here, a browser case runs too, driven headless; without, it says so.
+    if has_chromium():
+        assert "of chromium driven headless" in output
+        assert "Pass rate: 100% (2 pass, 0 fail, 0 error)" in output
+    else:
+        assert "No chromium here" in output
     assert "capital-australia" in output and "power" in output and "trivia" in output
     assert f"http://127.0.0.1:{port}/runs/1/" in output
     assert "demo / demo" in output
@@ -94,7 +102,10 @@ def test_the_demo_prints_a_scored_summary_and_leaves_nothing_behind(tmp_path: Pa
 
 
 def test_a_second_demo_start_reuses_what_the_first_seeded(tmp_path: Path) -> None:
-    for expected_run in (1, 2):
+    # Each start dispatches its runs (the browser harness's too, when chromium is here) on
+    # from where the previous start left the numbering.
+    last_run = 0
+    for _ in range(2):
         port = free_port()
         proc = _run_demo(tmp_path, port)
         try:
@@ -103,7 +114,9 @@ def test_a_second_demo_start_reuses_what_the_first_seeded(tmp_path: Path) -> Non
         finally:
             if proc.poll() is None:
                 proc.kill()
-        assert f"/runs/{expected_run}/" in output
+        runs = sorted({int(n) for n in re.findall(r"/runs/(\d+)/", output)})
+        assert runs and runs[0] == last_run + 1, (last_run, runs)
+        last_run = runs[-1]
         assert "Starting runner #1 " in output  # the same runner, from its config file
         assert left == []
 

@@ -96,6 +96,14 @@ class Collect(Stage):
             output=output,
             stderr_tail=outcome.stderr_tail,
             duration_ms=outcome.duration_ms,
-            usage=advisory_usage(output) if completed else None,
+            usage=self._usage(case, output, completed),
             fingerprint=fingerprint(case.job, tools, case.fingerprint),
         )
+
+    @staticmethod
+    def _usage(case: CaseContext, output: str, completed: bool) -> dict[str, Any] | None:
+        """What a stage read of the case's usage (a parsed stream's final result), else what
+        a completed harness printed as JSON."""
+        if case.usage is not None:
+            return case.usage
+        return advisory_usage(output) if completed else None

@@ -117,8 +117,10 @@ class CaseContext:
     # Set once the harness's process is gone: a stage's background task stops on it.
     exited: asyncio.Event = field(default_factory=asyncio.Event)
     outcome: RunOutcome | None = None
-    # The case's output when not stdout itself (the final text of a parsed stream).
+    # The case's output when not stdout itself (the final text of a parsed stream), and its
+    # usage when a stage read it (the final result event of that stream).
     output: str | None = None
+    usage: dict[str, Any] | None = None
     # What stages add to the result's fingerprint, by its field (`repo`: the repo state the
     # case ran on), as the fingerprint's own models.
     fingerprint: dict[str, Any] = field(default_factory=dict)

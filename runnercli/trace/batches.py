@@ -93,6 +93,16 @@ class TraceBatcher:
         self._keep(event, event_bytes(event))
         return [event]
 
+    def resume(self, events: Iterable[TraceEvent]) -> None:
+        """Take events numbered earlier, as they are (a trace kept on disk, sent again), and
+        close the trace: nothing is added after them."""
+        for event in events:
+            if not self._pending and self.acked_seq < 0:
+                self.acked_seq = event.seq - 1
+            self._keep(event, event_bytes(event))
+            self.next_seq = event.seq + 1
+        self._finished = True
+
     def next_batch(self) -> list[TraceEvent]:
         """The oldest unacknowledged events, at most `batch_events` and about `batch_bytes`."""
         batch: list[TraceEvent] = []
@@ -109,6 +119,10 @@ class TraceBatcher:
         self.acked_seq = max(self.acked_seq, last_seq)
         while self._pending and self._pending[0][0].seq <= self.acked_seq:
             self._pending.popleft()
+
+    def pending(self) -> list[TraceEvent]:
+        """Every event recorded and not acknowledged yet, in seq order."""
+        return [event for event, _ in self._pending]
 
     @property
     def unacknowledged(self) -> int:

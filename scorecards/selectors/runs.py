@@ -150,12 +150,18 @@ class RuntimeChoice:
         return runtime_refusal(self.missing, self.outdated)
 
 
+# Capabilities a runner finds for itself on its machine (a program on its PATH): installing
+# the program is what gives them.
+INSTALLABLE = ("chromium",)
+
+
 def runtime_refusal(missing: list[str], outdated: list[str]) -> str:
     """`lacks docker`, `map the repo: python -m runnercli repo add acme/app PATH`, `update
     the runner: it cannot run repo` — what keeps a runner from a harness, or ""."""
     repos = [c.removeprefix(REPO_CAPABILITY_PREFIX) for c in missing if c.startswith("repo:")]
-    others = [c for c in missing if not c.startswith("repo:")]
+    others = [c for c in missing if not c.startswith("repo:") and c not in INSTALLABLE]
     parts = [f"lacks {', '.join(others)}"] if others else []
+    parts += [f"needs {c} (install it on that machine)" for c in missing if c in INSTALLABLE]
     parts += [f"map the repo: python -m runnercli repo add {name} PATH" for name in repos]
     if outdated:
         parts.append(f"update the runner: it cannot run {', '.join(outdated)}")

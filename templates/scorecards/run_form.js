@@ -20,8 +20,14 @@
   // The same words as the server's `runtime_refusal`.
   function refusal(missing, outdated) {
     var repo = "repo:";
-    var others = missing.filter(function (c) { return c.indexOf(repo) !== 0; });
+    var installable = ["chromium"];
+    var others = missing.filter(function (c) {
+      return c.indexOf(repo) !== 0 && installable.indexOf(c) < 0;
+    });
     var parts = others.length ? ["lacks " + others.join(", ")] : [];
+    missing.forEach(function (c) {
+      if (installable.indexOf(c) >= 0) parts.push("needs " + c + " (install it on that machine)");
+    });
     missing.forEach(function (c) {
       if (c.indexOf(repo) === 0) {
         parts.push("map the repo: python -m runnercli repo add " + c.slice(repo.length) + " PATH");

@@ -196,9 +196,15 @@
       });
   }
 
+  // Other parts of the page (the running cases) follow the same messages.
+  function announce(message) {
+    document.dispatchEvent(new CustomEvent("run-live", { detail: message }));
+  }
+
   function poll() {
     if (pollTimer !== null) return;
     setState("polling", "polling");
+    announce({ type: "polling" });
     var busy = false;
     function tick() {
       if (busy) return;
@@ -243,6 +249,7 @@
     socket.onopen = function () { setState("live", "live"); };
     socket.onmessage = function (event) {
       var message = JSON.parse(event.data);
+      announce(message);
       if (message.type === "logs") appendLines(message.lines);
       else if (message.type === "results") addResults(message.results);
       else if (message.type === "run") {

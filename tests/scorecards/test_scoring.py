@@ -328,3 +328,26 @@ def test_no_usage_anywhere_is_none() -> None:
     assert extract_usage("hello", "text", None) is None
     assert extract_usage("[1, 2]", "json", None) is None
     assert extract_usage('{"result": "x"}', "json", {}) is None
+
+
+def test_the_usage_of_an_agents_stream_is_what_the_runner_read_from_its_final_result() -> None:
+    # The output is the final result's text; a JSON answer in it is no usage report.
+    answer = json.dumps({"answer": 4, "input_tokens": 999, "total_cost_usd": 9.0})
+    advisory = {
+        "input_tokens": 28,
+        "output_tokens": 446,
+        "cache_read_input_tokens": 77477,
+        "cache_creation_input_tokens": 6273,
+        "total_cost_usd": 0.0873215,
+        "num_turns": 9,
+    }
+    assert extract_usage(answer, "claude-stream-json", advisory) == {
+        "total_cost_usd": 0.0873215,
+        "input_tokens": 28,
+        "output_tokens": 446,
+        "cache_read_input_tokens": 77477,
+        "cache_creation_input_tokens": 6273,
+    }
+    codex = {"input_tokens": 24763, "cached_input_tokens": 24448, "output_tokens": 122}
+    assert extract_usage("Fixed it.", "codex-jsonl", codex) == codex
+    assert extract_usage("Fixed it.", "codex-jsonl", None) is None

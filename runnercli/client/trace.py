@@ -1,0 +1,43 @@
+"""The runner's calls of the case's trace and screen tools (protocol 3), through the client's
+public `call`: `report_case_trace` and `report_case_screen`, fenced by the case's lease."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+
+from runnercli.client.calls import RunnerClient
+from runnercli.protocol import Ack, TraceAck, TraceEvent
+
+
+async def report_case_trace(
+    client: RunnerClient, *, job_id: int, lease_epoch: int, events: Sequence[TraceEvent]
+) -> TraceAck:
+    """Send trace events; the ack's `last_seq` is the highest the server holds with every
+    one before it (send on from there)."""
+    args = {
+        "job_id": job_id,
+        "lease_epoch": lease_epoch,
+        "events": [event.model_dump(mode="json") for event in events],
+    }
+    return await client.call("report_case_trace", args, TraceAck)
+
+
+async def report_case_screen(
+    client: RunnerClient,
+    *,
+    job_id: int,
+    lease_epoch: int,
+    media_type: str,
+    data: bytes,
+    taken_at: int,
+) -> Ack:
+    """Send the case's newest frame (PNG or JPEG, at most `limits.max_screen_bytes`)."""
+    args = {
+        "job_id": job_id,
+        "lease_epoch": lease_epoch,
+        "media_type": media_type,
+        "data": base64.b64encode(data).decode("ascii"),
+        "taken_at": taken_at,
+    }
+    return await client.call("report_case_screen", args, Ack)
