@@ -73,5 +73,6 @@ def case_env(job: CaseJob, added: Mapping[str, str]) -> dict[str, str]:
 def _inherited_env() -> dict[str, str]:
     """The runner's environment minus its secrets and any case variable it inherited, read
     once per session (copying `os.environ` decodes every variable each time)."""
-    ours = (TOKEN_ENV, CONFIG_ENV, CASE_ENV, CASE_FILE_ENV)
+    # A judge's file never reaches a case, even one started by a runner that inherited it.
+    ours = (TOKEN_ENV, CONFIG_ENV, CASE_ENV, CASE_FILE_ENV, "EVERDICT_JUDGE_FILE")
     return {k: v for k, v in os.environ.items() if k not in ours}

@@ -6,7 +6,8 @@ repo: the case runs in a worktree of the member's checkout), `Services` (a harne
 services: its topology acquired, the case's own started), `Trace` and `Screens` (what the
 case does and shows, sent as it runs), `Execute`, `Collect`, `Redact` (when the member set
 `redact` patterns), `Artifacts` (the files the case left, uploaded before the result names
-them).
+them). A judge job's pipeline is shorter: `Deliver`, `Allow`, `Judge` (its own directory and
+the file of what it judges), `Execute`, `Collect`, `Redact`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from runnercli.case.artifacts import Artifacts
 from runnercli.case.collect import Collect
 from runnercli.case.deliver import Deliver
 from runnercli.case.execute import Execute
+from runnercli.case.judge import BillingWarning, Judge
 from runnercli.case.pipeline import CaseContext, Pipeline, Stage
 from runnercli.case.prepare import Prepare
 from runnercli.case.redact import Redact
@@ -62,18 +64,15 @@ class Jobs:
         self.heartbeats = heartbeats
         self.delivery = delivery
         self.pauses = pauses
+        self.billing = BillingWarning()
 
     def stages(self, job_run: JobRun, log: CaseLog) -> list[Stage]:
         """The pipeline of one job's case."""
+        if job_run.job.kind == "judge":
+            return self._judge_stages(job_run, log)
         session, spec = self.session, job_run.job.harness.spec
         return [
-            Deliver(
-                session,
-                self.delivery,
-                self.pauses,
-                log=log,
-                on_over=lambda: self._over(job_run),
-            ),
+            self._deliver(job_run, log),
             Allow(self.consent, session),
             Prepare(),
             *([self._repo()] if spec.repo is not None else []),
@@ -89,6 +88,28 @@ class Jobs:
                 abort=session.abort,
             ),
         ]
+
+    def _judge_stages(self, job_run: JobRun, log: CaseLog) -> list[Stage]:
+        """A judge job: consent, the judge's file, the judge's command, its output reported
+        like a case's (the server reads the verdict)."""
+        session = self.session
+        return [
+            self._deliver(job_run, log),
+            Allow(self.consent, session),
+            Judge(self.billing),
+            Execute(),
+            Collect(session.tools),
+            *([Redact(session.redactor)] if session.redactor else []),
+        ]
+
+    def _deliver(self, job_run: JobRun, log: CaseLog) -> Deliver:
+        return Deliver(
+            self.session,
+            self.delivery,
+            self.pauses,
+            log=log,
+            on_over=lambda: self._over(job_run),
+        )
 
     def _services(self) -> Services:
         return Services(self.services.topologies, no_docker=self.services.no_docker)

@@ -131,6 +131,12 @@ class JobStatus(models.TextChoices):
     CANCELED = "canceled"
 
 
+class JobKind(models.TextChoices):
+    CASE = "case"
+    # Judges a case's stored output (protocol 3): outside the run's concurrency.
+    JUDGE = "judge"
+
+
 TERMINAL_JOB_STATUSES = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELED)
 ACTIVE_JOB_STATUSES = (JobStatus.QUEUED, JobStatus.LEASED)
 
@@ -169,6 +175,9 @@ class RunnerJob(models.Model):
     # The runner features its harness uses (protocol 3): only a runner with all of them may
     # lease it.
     needs_features = models.JSONField(default=list, blank=True)
+    kind = models.CharField(
+        max_length=8, choices=JobKind.choices, default=JobKind.CASE, db_default=JobKind.CASE
+    )
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.PENDING)
     lease_epoch = models.PositiveIntegerField(default=0)
     leased_by = models.ForeignKey(

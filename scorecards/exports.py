@@ -40,6 +40,7 @@ COLUMNS = (
     "stderr_tail",
     "case__input",
     "case__expected",
+    "judged_by",
 )
 CSV_HEADER = (
     "case",
@@ -62,6 +63,7 @@ CSV_HEADER = (
     "output",
     "input",
     "expected",
+    "judged_by",
 )
 
 
@@ -116,6 +118,7 @@ def jsonl_line(row: dict[str, Any]) -> str:
                 "stderr_tail": row["stderr_tail"],
                 "input": row["case__input"],
                 "expected": row["case__expected"],
+                "judged_by": row["judged_by"] or None,
             }
         )
         + "\n"
@@ -170,6 +173,7 @@ def csv_line(row: dict[str, Any]) -> str:
                 row["output"],
                 _json(row["case__input"]),
                 _json(row["case__expected"]),
+                _json(row["judged_by"]) if row["judged_by"] else "",
             ]
         )
     )

@@ -263,6 +263,8 @@ class Verdict(models.TextChoices):
     PASS = "pass"
     FAIL = "fail"
     ERROR = "error"
+    # A judge-graded case whose judgements are not all in yet: no verdict counts yet.
+    JUDGING = "judging"
 
 
 class CaseResult(models.Model):
@@ -292,6 +294,8 @@ class CaseResult(models.Model):
     usage = models.JSONField(null=True, blank=True)
     provenance = models.JSONField(default=dict, blank=True)
     fingerprint = models.JSONField(default=dict, blank=True)
+    # Who judged a judge-graded case: {runner, user, tools, model, prompt_digest, agreement}.
+    judged_by = models.JSONField(default=dict, blank=True, db_default={})
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -311,8 +315,10 @@ class CaseResult(models.Model):
         return f"{self.case} {self.verdict}"
 
 
-# Blobs and artifacts are models of this app, defined beside their services.
+# Blobs and artifacts are models of this app, defined beside their services; the
+# judgements of judge-graded cases (one per vote) too.
 from scorecards.blobs.models import Artifact, Blob, BlobUpload  # noqa: E402, F401
+from scorecards.judging.models import Judgement  # noqa: E402, F401
 
 # The trace and screens of each attempt of a case (a package of their own).
 from scorecards.traces.models import (  # noqa: E402, F401

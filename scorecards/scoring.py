@@ -14,7 +14,7 @@ from typing import Any, Literal
 from runnercli.protocol import STREAM_OUTPUTS, HarnessSpec
 from scorecards.patterns import PatternRefused, compile_pattern, parse_json
 
-Verdict = Literal["pass", "fail", "error"]
+Verdict = Literal["pass", "fail", "error", "judging"]
 
 # Why a case that did not complete could not be judged.
 _STATUS_REASONS = {
@@ -138,6 +138,9 @@ def grade(
     if status != "completed":
         return _errored(_STATUS_REASONS.get(status, f"runner reported status {status!r}"))
     grader = spec.grader
+    # A judge grader's verdict waits for its judge jobs (scorecards.judging).
+    if grader.type == "judge":
+        return Grade(verdict="judging", score=0.0, detail="judging")
     # The exit_code grader judges the process, not what it printed.
     if grader.type == "exit_code":
         return _grade_exit_code(exit_code, expected)

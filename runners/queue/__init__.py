@@ -18,7 +18,7 @@ transaction together with what they record. By concern:
 """
 
 from runners.queue.activity import absence, jobs_idle, runners_active
-from runners.queue.admission import jobs_admit, jobs_park
+from runners.queue.admission import jobs_admit, jobs_park, judge_jobs_queue
 from runners.queue.claim import LeasedJob, claim_plan, job_lease
 from runners.queue.fence import RESUMED, Settlement, job_fail, job_heartbeat
 from runners.queue.handback import job_hand_back, job_release, runner_pause
@@ -33,6 +33,7 @@ from runners.queue.selectors import (
     run_active_count,
     run_has_pending,
     run_job_counts,
+    run_judges_open,
     run_load,
 )
 from runners.queue.settle import KEPT, Outcome, jobs_settle
@@ -78,6 +79,7 @@ __all__ = [
     "jobs_park",
     "jobs_release_from",
     "jobs_settle",
+    "judge_jobs_queue",
     "lapsed_lease_end",
     "lease_expire",
     "lease_ttl",
@@ -88,6 +90,7 @@ __all__ = [
     "run_active_count",
     "run_has_pending",
     "run_job_counts",
+    "run_judges_open",
     "run_load",
     "runner_pause",
     "runners_active",

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Subquery
+from django.db.models import Max, Subquery
 from django.utils import timezone
 
 from runners import wakeup
-from runners.models import JobBatch, JobStatus, RunnerJob
+from runners.models import JobBatch, JobKind, JobStatus, RunnerJob
 
 _PARK_COLUMNS = (
     "owner_id",
@@ -116,3 +117,50 @@ def jobs_admit(*, run_id: int, owner_id: int, limit: int) -> int:
     if admitted:
         wakeup.notify_owners([owner_id])
     return admitted
+
+
+def judge_jobs_queue(
+    *,
+    owner_id: int,
+    runner_id: int | None,
+    run_id: int,
+    shared: dict[str, Any],
+    payloads: Iterable[tuple[str, int, dict[str, Any]]],
+    required_capabilities: list[str],
+    needs_features: list[str],
+    place: datetime,
+    max_attempts: int,
+) -> list[RunnerJob]:
+    """Queue one judge job per `(case key, repeat, payload)` at once, outside admission.
+
+    `place` is their case job's creation time: the claim walks the queue by creation, so a
+    judge job takes its case's place, ahead of every case queued after it (and of every
+    pending one). The caller holds the run's row lock, so the seq taken here is free.
+    """
+    now = timezone.now()
+    batch = JobBatch.objects.create(payload=shared, created_at=now)
+    last = RunnerJob.objects.filter(run_id=run_id).aggregate(last=Max("seq"))["last"]
+    jobs = [
+        RunnerJob(
+            owner_id=owner_id,
+            runner_id=runner_id,
+            run_id=run_id,
+            seq=seq,
+            case_key=key,
+            repeat=repeat,
+            batch=batch,
+            payload=payload,
+            required_capabilities=sorted(required_capabilities),
+            needs_features=sorted(needs_features),
+            kind=JobKind.JUDGE,
+            status=JobStatus.QUEUED,
+            max_attempts=max_attempts,
+            created_at=place,
+            queued_at=now,
+        )
+        for seq, (key, repeat, payload) in enumerate(payloads, start=(last or 0) + 1)
+    ]
+    RunnerJob.objects.bulk_create(jobs)
+    if jobs:
+        wakeup.notify_owners([owner_id])
+    return jobs

@@ -6,7 +6,7 @@ from django.db import connection
 from django.db.models import Count, F, QuerySet
 from django.utils import timezone
 
-from runners.models import ACTIVE_JOB_STATUSES, JobStatus, RunnerJob
+from runners.models import ACTIVE_JOB_STATUSES, JobKind, JobStatus, RunnerJob
 from runners.queue.rows import resume_window
 
 OPEN_JOB_STATUSES = (JobStatus.PENDING, JobStatus.QUEUED, JobStatus.LEASED)
@@ -14,23 +14,35 @@ OPEN_JOB_STATUSES = (JobStatus.PENDING, JobStatus.QUEUED, JobStatus.LEASED)
 
 def run_active_count(run_id: int) -> int:
     """How many of the run's jobs are queued or leased (bounded by its concurrency)."""
-    return RunnerJob.objects.filter(run_id=run_id, status__in=ACTIVE_JOB_STATUSES).count()
+    return RunnerJob.objects.filter(
+        run_id=run_id, kind=JobKind.CASE, status__in=ACTIVE_JOB_STATUSES
+    ).count()
 
 
 def run_load(run_id: int) -> tuple[int, bool]:
-    """How many of the run's jobs are queued or leased, and whether any is pending (waiting
-    for admission): one statement, through the (run, status) index."""
+    """How many of the run's case jobs are queued or leased, and whether any is pending
+    (waiting for admission): one statement, through the (run, status) index. Judge jobs are
+    outside the run's concurrency, so they are not counted."""
     table = RunnerJob._meta.db_table
     active = ", ".join(["%s"] * len(ACTIVE_JOB_STATUSES))
     sql = (
-        f"SELECT (SELECT COUNT(*) FROM {table} WHERE run_id = %s AND status IN ({active})),"
+        f"SELECT (SELECT COUNT(*) FROM {table} WHERE run_id = %s AND status IN ({active})"
+        " AND kind = %s),"
         f" EXISTS (SELECT 1 FROM {table} WHERE run_id = %s AND status = %s)"
     )
     with connection.cursor() as cursor:
         statuses = [status.value for status in ACTIVE_JOB_STATUSES]
-        cursor.execute(sql, [run_id, *statuses, run_id, JobStatus.PENDING.value])
+        case = JobKind.CASE.value
+        cursor.execute(sql, [run_id, *statuses, case, run_id, JobStatus.PENDING.value])
         count, pending = cursor.fetchone()
     return int(count), bool(pending)
+
+
+def run_judges_open(run_id: int) -> bool:
+    """Whether a judge job of the run is still queued or leased."""
+    return RunnerJob.objects.filter(
+        run_id=run_id, kind=JobKind.JUDGE, status__in=ACTIVE_JOB_STATUSES
+    ).exists()
 
 
 def run_has_pending(run_id: int) -> bool:
@@ -39,7 +51,10 @@ def run_has_pending(run_id: int) -> bool:
 
 def run_job_counts(run_id: int) -> dict[str, int]:
     rows = (
-        RunnerJob.objects.filter(run_id=run_id).values("status").annotate(n=Count("pk")).order_by()
+        RunnerJob.objects.filter(run_id=run_id, kind=JobKind.CASE)
+        .values("status")
+        .annotate(n=Count("pk"))
+        .order_by()
     )
     counts = {status: 0 for status in JobStatus.values}
     counts.update({row["status"]: row["n"] for row in rows})

@@ -135,6 +135,10 @@ class CaseRunResult(Reply):
     cost_usd: float | None
     fingerprint: dict[str, Any]
     provenance: dict[str, Any]
+    judged_by: dict[str, Any] | None = Field(
+        default=None,
+        description="Who judged it: runner, user, tools, model, prompt_digest, agreement.",
+    )
     runner: int | None
     settled_at: Timestamp
     artifacts: list[ArtifactItem] = Field(
@@ -166,6 +170,7 @@ class CaseRunResult(Reply):
             cost_usd=_cost(row.usage),
             fingerprint=row.fingerprint or {},
             provenance=row.provenance or {},
+            judged_by=row.judged_by or None,
             runner=row.runner_id,
             settled_at=row.created_at,
             artifacts=artifacts or [],

@@ -38,6 +38,9 @@ class RunResultItem(Reply):
     duration_ms: int
     usage: dict[str, Any] | None
     provenance: dict[str, Any]
+    judged_by: dict[str, Any] | None = Field(
+        default=None, description="Who judged a judge-graded case, with what."
+    )
     runner: int | None
 
     @classmethod
@@ -58,6 +61,7 @@ class RunResultItem(Reply):
             duration_ms=row.duration_ms,
             usage=row.usage,
             provenance=row.provenance,
+            judged_by=row.judged_by or None,
             runner=row.runner_id,
         )
 

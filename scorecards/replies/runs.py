@@ -33,6 +33,7 @@ class RunSummary(Reply):
     pass_: int = Field(alias="pass")
     fail: int
     error: int
+    judging: int = Field(default=0, description="Cases whose judges are still due.")
     canceled: int
     pass_rate: float | None = Field(description="Passing results over settled results.")
     mean_score: float | None
@@ -44,6 +45,9 @@ class RunSummary(Reply):
     stderr: float | None = Field(description="Standard error of `pass_fraction` over cases.")
     flaky: int = Field(description="Cases that both passed and did not, across repeats.")
     cost_usd: float = Field(description="Reported cost: provenance, not billed.")
+    judge_cost_usd: float = Field(
+        default=0.0, description="The judges' reported cost: provenance, not billed."
+    )
 
 
 class RunEventItem(Reply):

@@ -17,7 +17,7 @@ from django.db.models.functions import Cast
 
 from runners import queue
 from runners.models import JobStatus
-from scorecards.models import CaseResult, Run, Verdict
+from scorecards.models import CaseResult, Judgement, Run, Verdict
 
 _PASS_SHARE = Avg(
     Case(When(verdict=Verdict.PASS, then=Value(1.0)), default=Value(0.0)),
@@ -26,9 +26,11 @@ _PASS_SHARE = Avg(
 
 
 def case_fractions(run: Run) -> Any:
-    """Per case of the run: `case_id`, `passes`, `settled` and `fraction` (passes / settled)."""
+    """Per case of the run: `case_id`, `passes`, `settled` and `fraction` (passes / settled);
+    a case still being judged has no verdict yet, so it is not counted."""
     return (
         CaseResult.objects.filter(run=run)
+        .exclude(verdict=Verdict.JUDGING)
         .values("case_id")
         .annotate(
             passes=Count("pk", filter=Q(verdict=Verdict.PASS)),
@@ -82,7 +84,8 @@ def run_summary(run: Run) -> dict[str, Any]:
         passed=Count("pk", filter=Q(verdict=Verdict.PASS)),
         failed=Count("pk", filter=Q(verdict=Verdict.FAIL)),
         errored=Count("pk", filter=Q(verdict=Verdict.ERROR)),
-        mean=Avg("score"),
+        judging=Count("pk", filter=Q(verdict=Verdict.JUDGING)),
+        mean=Avg("score", filter=~Q(verdict=Verdict.JUDGING)),
         # Usage is written by the server (numbers only), so the cast cannot fail.
         cost=Sum(Cast(KT("usage__total_cost_usd"), FloatField())),
     )
@@ -94,12 +97,22 @@ def run_summary(run: Run) -> dict[str, Any]:
         "pass": totals["passed"],
         "fail": totals["failed"],
         "error": totals["errored"],
+        "judging": totals["judging"],
         "canceled": counts[JobStatus.CANCELED],
         "pass_rate": round(totals["passed"] / done, 4) if done else None,
         "mean_score": round(totals["mean"], 4) if totals["mean"] is not None else None,
         **pass_fraction_stats(run),
         "cost_usd": round(totals["cost"] or 0.0, 6),
+        "judge_cost_usd": judge_cost(run),
     }
+
+
+def judge_cost(run: Run) -> float:
+    """What the run's judges reported spending (provenance: the member's login paid it)."""
+    cost = Judgement.objects.filter(result__run=run).aggregate(
+        cost=Sum(Cast(KT("usage__total_cost_usd"), FloatField()))
+    )["cost"]
+    return round(cost or 0.0, 6)
 
 
 def waiting_summary(jobs: int) -> dict[str, Any]:
@@ -111,6 +124,7 @@ def waiting_summary(jobs: int) -> dict[str, Any]:
         "pass": 0,
         "fail": 0,
         "error": 0,
+        "judging": 0,
         "canceled": 0,
         "pass_rate": None,
         "mean_score": None,
@@ -118,6 +132,7 @@ def waiting_summary(jobs: int) -> dict[str, Any]:
         "cases": 0,
         "flaky": 0,
         "cost_usd": 0.0,
+        "judge_cost_usd": 0.0,
     }
 
 

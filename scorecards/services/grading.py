@@ -17,8 +17,9 @@ from django.conf import settings
 
 from runnercli.protocol import CaseResult, HarnessSpec, ResultReport
 from runners import metrics
-from runners.models import Runner, RunnerJob
+from runners.models import JobKind, Runner, RunnerJob
 from scorecards import scoring
+from scorecards.judging.answers import Answer, Unreadable, answer_read
 from scorecards.models import Case
 
 
@@ -33,12 +34,37 @@ class Graded:
     usage: dict[str, Any] | None
 
 
+@dataclass(frozen=True)
+class Judged:
+    """A judge job's reported answer, read: what the settle transaction records."""
+
+    answer: Answer | Unreadable
+    usage: dict[str, Any] | None
+
+
+_JUDGE_ENDINGS = {"timeout": "the judge timed out", "error": "the judge could not run"}
+
+
+def judged_one(result: CaseResult) -> Judged:
+    """Read a judge's answer strictly; an ending other than completed is unreadable too."""
+    output = storable(result.output)
+    answer: Answer | Unreadable
+    if result.status != "completed":
+        answer = Unreadable(_JUDGE_ENDINGS.get(result.status, f"the judge ended {result.status}"))
+    else:
+        try:
+            answer = answer_read(output)
+        except Unreadable as exc:
+            answer = exc
+    return Judged(answer=answer, usage=scoring.extract_usage(output, "json", result.usage))
+
+
 def storable(text: str) -> str:
     # PostgreSQL text cannot hold NUL; a harness printing binary must not lose its result.
     return text.replace("\x00", "\ufffd")
 
 
-def grade_reports(*, runner: Runner, reports: Sequence[ResultReport]) -> dict[int, Graded]:
+def grade_reports(*, runner: Runner, reports: Sequence[ResultReport]) -> dict[int, Graded | Judged]:
     """Grade each report of one of the runner owner's jobs, by job id (no lock taken): the
     jobs with their runs' harnesses in one query, their cases in another."""
     jobs = {
@@ -47,7 +73,7 @@ def grade_reports(*, runner: Runner, reports: Sequence[ResultReport]) -> dict[in
             pk__in=[r.job_id for r in reports], owner_id=runner.owner_id
         )
         .select_related("run__harness")
-        .only("pk", "run_id", "case_key", "run__dataset_id", "run__harness__spec")
+        .only("pk", "run_id", "case_key", "kind", "run__dataset_id", "run__harness__spec")
     }
     runs = {job.run_id: job.run for job in jobs.values()}
     wanted = {(runs[job.run_id].dataset_id, job.case_key) for job in jobs.values()}
@@ -56,13 +82,16 @@ def grade_reports(*, runner: Runner, reports: Sequence[ResultReport]) -> dict[in
         for case in Case.objects.filter(
             dataset_id__in={dataset for dataset, _ in wanted},
             key__in={key for _, key in wanted},
-        ).only("pk", "dataset_id", "key", "expected")
+        ).only("pk", "dataset_id", "key", "input", "expected")
     }
     specs = {pk: HarnessSpec.model_validate(run.harness.spec) for pk, run in runs.items()}
-    graded: dict[int, Graded] = {}
+    graded: dict[int, Graded | Judged] = {}
     for report in reports:
         job = jobs.get(report.job_id)
         if job is None:
+            continue
+        if job.kind == JobKind.JUDGE:
+            graded[job.pk] = judged_one(report.result)
             continue
         case = cases.get((runs[job.run_id].dataset_id, job.case_key))
         if case is not None:

@@ -24,13 +24,14 @@ from runnercli.protocol import (
     ResultReport,
 )
 from runners import queue
-from runners.models import Runner, RunnerJob
+from runners.models import JobKind, Runner, RunnerJob
 from scorecards.blobs.artifacts import artifact_refusals, artifacts_record
+from scorecards.judging.services import judgement_fail, judgement_record, judgements_queue
 from scorecards.models import Case, EventLevel, Run, RunStatus, Verdict
 from scorecards.models import CaseResult as CaseResultRow
 from scorecards.selectors.summary import run_summary
 from scorecards.services.events import event
-from scorecards.services.grading import Graded, grade_reports, shadow_of
+from scorecards.services.grading import Graded, Judged, grade_reports, shadow_of
 
 
 def _result_digest(result: CaseResult) -> str:
@@ -108,24 +109,46 @@ def results_submit(*, runner: Runner, reports: Sequence[ResultReport]) -> list[A
         settling = [r for r in reports if r.job_id not in refusals]
         settled = queue.jobs_settle(runner=runner, outcomes=[_outcome(r) for r in settling])
         accepted: dict[int, list[tuple[RunnerJob, CaseResult, Graded]]] = {}
+        judged: set[int] = set()
         for report, settlement in zip(settling, settled, strict=True):
             job = settlement.job
             if settlement.resumed and job is not None and job.run_id in runs:
                 resumed_event(runs[job.run_id], job, runner)
-            if settlement.ended and job is not None and job.run_id in runs:
-                accepted.setdefault(job.run_id, []).append((job, report.result, graded[job.pk]))
+            if not settlement.ended or job is None or job.run_id not in runs:
+                continue
+            outcome = graded[job.pk]
+            if isinstance(outcome, Judged):
+                judgement_record(
+                    run=runs[job.run_id],
+                    job=job,
+                    runner=runner,
+                    result=report.result,
+                    answer=outcome.answer,
+                    usage=outcome.usage,
+                )
+                judged.add(job.run_id)
+            else:
+                accepted.setdefault(job.run_id, []).append((job, report.result, outcome))
         for run_id, results in accepted.items():
             rows = _result_rows(runs[run_id], runner, results)
             CaseResultRow.objects.bulk_create(rows)
             stored = zip(rows, [result for _, result, _ in results], strict=True)
             artifacts_record(stored, runs[run_id].workspace_id)
-        for run_id in sorted(accepted):
+            _queue_judges(rows, [job for job, _, _ in results])
+        for run_id in sorted(accepted.keys() | judged):
             run_advance(runs[run_id])
     acks = iter(s.ack() for s in settled)
     return [
         Ack(accepted=False, reason=refusals[r.job_id]) if r.job_id in refusals else next(acks)
         for r in reports
     ]
+
+
+def _queue_judges(rows: list[CaseResultRow], jobs: list[RunnerJob]) -> None:
+    """A judge-graded case that completed waits for its judges: their jobs take its place."""
+    for row, job in zip(rows, jobs, strict=True):
+        if row.verdict == Verdict.JUDGING:
+            judgements_queue(result=row, place=job.created_at)
 
 
 def _result_rows(
@@ -205,6 +228,10 @@ def resumed_event(run: Run, job: RunnerJob, runner: Runner) -> None:
 
 
 def record_error(run: Run, job: RunnerJob, reason: str, *, runner: Runner | None) -> None:
+    """Record that a job ended without a result: a case's `error`, or a judge's lost vote."""
+    if job.kind == JobKind.JUDGE:
+        judgement_fail(job=job, reason=reason)
+        return
     case = Case.objects.get(dataset_id=run.dataset_id, key=job.case_key)
     CaseResultRow.objects.get_or_create(
         run=run,
@@ -244,7 +271,8 @@ def run_advance(run: Run) -> None:
             run_id=run.pk, owner_id=run.submitted_by_id, limit=run.concurrency - active
         )
         return
-    if active == 0 and not pending:
+    # A run stays running while its judges are due.
+    if active == 0 and not pending and not run.results.filter(verdict=Verdict.JUDGING).exists():
         run_complete(run, now)
 
 

@@ -22,8 +22,10 @@ from runnercli.protocol import (
     harness_digest,
     spec_features,
 )
+from runnercli.protocol.features import JUDGE_FEATURES
 from runners import queue
 from runners.models import Runner
+from scorecards.judging.services import judge_spec
 from scorecards.models import (
     Case,
     Dispatched,
@@ -193,6 +195,14 @@ def run_start(
             capabilities=spec.required_capabilities(),
             features=spec_features(spec),
         )
+        if spec.grader.type == "judge":
+            # Its judges run on the same runners: one must be able to run them too.
+            runtime_resolve(
+                user=user,
+                runtime=runtime,
+                capabilities=judge_spec(spec).required_capabilities(),
+                features=JUDGE_FEATURES,
+            )
         now = timezone.now()
         _check_quota(workspace, now)
         run = Run.objects.create(
