@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection
@@ -135,8 +135,11 @@ def judge_jobs_queue(
 
     `place` is their case job's creation time: the claim walks the queue by creation, so a
     judge job takes its case's place, ahead of every case queued after it (and of every
-    pending one). The caller holds the run's row lock, so the seq taken here is free.
+    pending one). A dispatch's jobs share one creation time, so a judge job stands a
+    microsecond before it: ahead of its run's other cases, behind earlier runs' jobs. The
+    caller holds the run's row lock, so the seq taken here is free.
     """
+    place -= timedelta(microseconds=1)
     now = timezone.now()
     batch = JobBatch.objects.create(payload=shared, created_at=now)
     last = RunnerJob.objects.filter(run_id=run_id).aggregate(last=Max("seq"))["last"]
