@@ -153,6 +153,7 @@
     parts.appendChild(el("span", "v-pass", s.pass + " pass"));
     parts.appendChild(el("span", "v-fail", s.fail + " fail"));
     parts.appendChild(el("span", "v-error", s.error + " error"));
+    if (s.judging) parts.appendChild(el("span", "muted", s.judging + " judging"));
     parts.appendChild(el("span", "muted", s.running + " running · " + s.pending + " waiting"));
     parts.appendChild(el("span", "", "pass rate " + percent(s.pass_rate)));
     document.getElementById("run-summary").replaceChildren(parts);

@@ -247,3 +247,16 @@ def test_dispatch_refuses_when_no_runner_can_judge(alice: Any, workspace: Any) -
     Runner.objects.filter(pk=plain.pk).update(features=["judge"])
     with pytest.raises(Invalid, match="claude"):
         start(alice, plain, harness="smart", dataset="smart")
+
+
+def test_the_pages_show_judging_then_who_judged(client: Any, alice: Any, laptop: Runner) -> None:
+    run = run_case(alice, laptop)
+    client.force_login(alice)
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "1 judging" in page and "v-judging" in page
+    judge(laptop, answer(True, 1.0, "greets well"))
+    case = client.get(f"/runs/{run.pk}/cases/c0/").content.decode()
+    assert "greets well" in case and "judge-model-1" in case and "1 judge" in case
+    export = client.get(f"/api/runs/{run.pk}/results.jsonl")
+    line = json.loads(b"".join(export.streaming_content).decode().splitlines()[0])
+    assert line["judged_by"]["model"] == "judge-model-1"
