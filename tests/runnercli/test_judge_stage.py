@@ -12,7 +12,7 @@ from runnercli.case.collect import Collect
 from runnercli.case.execute import Execute
 from runnercli.case.judge import BillingWarning, Judge
 from runnercli.case.pipeline import CaseContext, Pipeline
-from runnercli.protocol import JudgeInput
+from runnercli.protocol import CaseJob, JudgeInput
 from tests.runnercli.conftest import make_job
 from tests.runnercli.fakes import held
 
@@ -25,7 +25,7 @@ READS_ITS_FILE = (
 )
 
 
-def judge_job() -> object:
+def judge_job() -> CaseJob:
     job = make_job([sys.executable, "-c", READS_ITS_FILE])
     judge = JudgeInput(case_key="c1", rubric="r", input={"q": 1}, output="o", expected="42")
     return job.model_copy(update={"kind": "judge", "judge": judge})
@@ -33,7 +33,7 @@ def judge_job() -> object:
 
 def test_the_judge_reads_its_own_file_in_its_own_directory_removed_after() -> None:
     notes: list[str] = []
-    case = CaseContext(held(judge_job()), notes=[notes.append])  # type: ignore[arg-type]
+    case = CaseContext(held(judge_job()), notes=[notes.append])
     asyncio.run(Pipeline([Judge(BillingWarning()), Execute(), Collect()]).run(case))
     assert case.result is not None, case.ending
     seen = json.loads(case.result.output)
@@ -43,13 +43,14 @@ def test_the_judge_reads_its_own_file_in_its_own_directory_removed_after() -> No
 
 
 def test_a_billing_key_is_warned_of_once_per_session() -> None:
-    warning, notes = BillingWarning(), []
-    case = CaseContext(held(judge_job()), notes=[notes.append])  # type: ignore[arg-type]
+    warning = BillingWarning()
+    notes: list[str] = []
+    case = CaseContext(held(judge_job()), notes=[notes.append])
     for _ in range(3):
         warning.check(case, {"ANTHROPIC_API_KEY": "sk-x", "HOME": "/home/m"})
     assert len(notes) == 1
     assert "this judge will bill that key, not your login" in notes[0]
     quiet: list[str] = []
-    other = CaseContext(held(judge_job()), notes=[quiet.append])  # type: ignore[arg-type]
+    other = CaseContext(held(judge_job()), notes=[quiet.append])
     BillingWarning().check(other, {"HOME": "/home/m"})
     assert quiet == []
