@@ -27,6 +27,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from everdict.demo_browser import BROWSER_DATASET, BROWSER_HARNESS, has_chromium, seed_browser
+from everdict.demo_judge import JUDGED_ALLOWS, JUDGED_HARNESS, seed_judged
 from everdict.processes import (
     Proc,
     ProcessExited,
@@ -166,6 +167,7 @@ def demo_seed(user: User) -> None:
     if stored != CASES:
         dataset_create(user=user, workspace_slug=WORKSPACE, name=DATASET, cases=CASES)
     seed_browser(user, WORKSPACE)
+    seed_judged(user, WORKSPACE)
     _seed_web(user)
 
 
@@ -496,6 +498,7 @@ def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console
             f"{WORKSPACE}/{WEB_HARNESS}",
             "--allow",
             f"{WORKSPACE}/{WEB_DOCKER_HARNESS}",
+            *[arg for name in JUDGED_ALLOWS for arg in ("--allow", f"{WORKSPACE}/{name}")],
         ],
         runner_env,
     )
@@ -514,11 +517,32 @@ def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console
     print_summary(run, url, console)
     if not run.is_terminal:
         console.print(f"The run has not finished within {args.timeout:.0f}s; it goes on.")
+    _judged_run(user, runner, server, children, args, console)
     _browser_run(user, runner, server, children, args, console)
     console.print(f"Serving at {server}/ — press Ctrl-C to stop.")
     while True:
         _check_alive(children)
         time.sleep(0.5)
+
+
+def _judged_run(
+    user: User, runner: Any, server: str, children: Children, args: Any, console: Any
+) -> None:
+    """The same questions graded by the demo's judge: verdicts with reasons and judged_by."""
+    from scorecards.services import run_start
+
+    run = run_start(
+        user=user,
+        workspace_slug=WORKSPACE,
+        harness=JUDGED_HARNESS,
+        dataset=DATASET,
+        runtime=f"self:{runner.pk}",
+        concurrency=CONCURRENCY,
+    )
+    url = f"{server}/runs/{run.pk}/"
+    console.print(f"Dispatched run #{run.pk}, graded by a judge on this machine: {url}")
+    run = _wait_for_run(run.pk, children, args.timeout, console.print)
+    print_summary(run, url, console)
 
 
 def _browser_run(

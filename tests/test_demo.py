@@ -82,6 +82,9 @@ def test_the_demo_prints_a_scored_summary_and_leaves_nothing_behind(tmp_path: Pa
             proc.kill()
 
     assert "Pass rate: 70% (7 pass, 3 fail, 0 error)" in output
+    # The same questions graded by the demo's judge script: the same verdicts, judged.
+    assert "graded by a judge on this machine" in output
+    assert output.count("Pass rate: 70% (7 pass, 3 fail, 0 error)") == 2
     # With chromium here, a browser case runs too, driven headless; without, it says so.
     if has_chromium():
         assert "of chromium driven headless" in output
