@@ -28,7 +28,8 @@ def judge(judged: dict[str, object]) -> dict[str, object]:
         return {"pass": True, "score": 1.0, "reason": f"says {expected!r}, as the reference does"}
     if expected.lower() in said.lower():
         return {"pass": True, "score": 0.8, "reason": f"mentions {expected!r} among other words"}
-    return {"pass": False, "score": 0.0, "reason": f"says {said!r}; the reference says {expected!r}"}
+    reason = f"says {said!r}; the reference says {expected!r}"
+    return {"pass": False, "score": 0.0, "reason": reason}
 
 
 def main() -> int:
