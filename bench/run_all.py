@@ -37,6 +37,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "trace_screens": ([], ["--seconds", "15", "--phase-seconds", "5", "--events", "2000"]),
     "artifacts": ([], ["--blobs", "2", "--mib", "4", "--rounds", "3"]),
     "services": ([], ["--cases", "30", "--repeat", "2"]),
+    "judging": ([], ["--cases", "10"]),
 }
 POSTGRES_ONLY = {"throughput"}
 

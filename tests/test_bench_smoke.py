@@ -204,3 +204,15 @@ def test_the_services_benchmark_times_a_warm_topology_beside_no_services(tmp_pat
         assert "plain docker run" in cold["baseline"]
     else:
         assert any("no Docker daemon" in note for note in result["notes"])
+
+
+@pytest.mark.timeout(120)
+def test_the_judging_benchmark_times_a_judged_verdict_beside_a_contains_case(
+    tmp_path: Path,
+) -> None:
+    result = bench("judging", ["--cases", "4"], tmp_path)
+    (row,) = result["rows"]
+    assert row["figure"].startswith("completion → judged verdict, idle runner, trivial judge")
+    assert row["value"].endswith(" ms median")
+    assert "a contains case, lease → verdict" in row["baseline"]
+    assert row["ratio"].endswith("x")
