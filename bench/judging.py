@@ -92,7 +92,11 @@ def round_ms(run_id: int) -> list[float]:
     from scorecards.models import CaseResult
 
     rows = CaseResult.objects.filter(run_id=run_id).select_related("attempt")
-    return [(row.created_at - row.attempt.started_at).total_seconds() * 1000 for row in rows]
+    return [
+        (row.created_at - row.attempt.started_at).total_seconds() * 1000
+        for row in rows
+        if row.attempt is not None
+    ]
 
 
 def p90(values: list[float]) -> float:
