@@ -35,6 +35,7 @@ from scorecards.models import (
     Role,
     Run,
     RunStatus,
+    Verdict,
     Workspace,
 )
 from scorecards.selectors.catalog import run_versions_get
@@ -340,6 +341,10 @@ def run_cancel(*, user: User, run_id: int) -> Run:
         if run.is_terminal:
             return run
         canceled = queue.jobs_cancel(run_id=run.pk)
+        # A case whose judges were canceled has no verdict to wait for any more.
+        run.results.filter(verdict=Verdict.JUDGING).update(
+            verdict=Verdict.ERROR, error="canceled while judging", reason="canceled while judging"
+        )
         now = timezone.now()
         run.status = RunStatus.CANCELED
         run.finished_at = now

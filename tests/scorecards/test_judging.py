@@ -260,3 +260,13 @@ def test_the_pages_show_judging_then_who_judged(client: Any, alice: Any, laptop:
     export = client.get(f"/api/runs/{run.pk}/results.jsonl")
     line = json.loads(b"".join(export.streaming_content).decode().splitlines()[0])
     assert line["judged_by"]["model"] == "judge-model-1"
+
+
+def test_a_cancel_ends_the_wait_for_judges(alice: Any, laptop: Runner) -> None:
+    from scorecards.services import run_cancel
+
+    run = run_case(alice, laptop)
+    run_cancel(user=alice, run_id=run.pk)
+    row = run.results.get()
+    assert (row.verdict, row.error) == ("error", "canceled while judging")
+    assert not run.jobs.filter(kind=JobKind.JUDGE, status=JobStatus.QUEUED).exists()
