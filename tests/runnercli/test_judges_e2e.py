@@ -20,6 +20,7 @@ import pytest
 
 from runners.models import JobAttempt, RunnerJob
 from scorecards.services import harness_create
+from tests.live import runner_cli
 from tests.runnercli.test_e2e import Api, api, dataset, start_runner, wait_file
 
 __all__ = ["api"]
@@ -204,3 +205,37 @@ def test_a_judge_job_lost_with_its_runner_is_leased_again(
         JobAttempt.objects.filter(job=job).order_by("pk").values_list("status", flat=True)
     )
     assert statuses[-1] == "succeeded" and len(statuses) >= 2, statuses
+
+
+def test_a_judge_is_allowed_like_a_harness_and_warns_of_a_billing_key(
+    api: Api, alice: Any, tmp_path: Path
+) -> None:
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    judged_harness(alice, tmp_path, seen, "judged")
+    dataset(alice, "judged", [case("only", "valid")])
+    runner_id = api.pair(tmp_path, "laptop", "laptop")
+    # The harness allowed, its judge not: the judge job is refused, naming what allows it.
+    runner = start_runner(tmp_path, "laptop", "--allow", "acme/judged")
+    try:
+        refused = api.wait_run(api.start_run("judged", "judged", f"self:{runner_id}"))
+    finally:
+        runner.stop(signal.SIGTERM)
+    [result] = refused["results"]
+    assert result["verdict"] == "error" and "acme/judged.judge" in result["error"], result
+    allows = ["--allow", "acme/judged", "--allow", "acme/judged.judge"]
+    allowed = runner_cli(
+        tmp_path,
+        ["run", "--wait-ms", "2000", *allows],
+        name="laptop",
+        ANTHROPIC_API_KEY="sk-not-a-real-key",
+    )
+    try:
+        run_id = api.start_run("judged", "judged", f"self:{runner_id}")
+        run = api.wait_run(run_id)
+    finally:
+        allowed.stop(signal.SIGTERM)
+    assert run["results"][0]["verdict"] == "pass", run
+    lines = [line["line"] for line in api.logs(run_id)]
+    warned = [line for line in lines if "this judge will bill that key, not your login" in line]
+    assert len(warned) == 1, lines
