@@ -45,6 +45,11 @@ def world_lines(job: CaseJob) -> list[str]:
     if spec.slots is not None:
         lines.append(f"  slots:       {spec.slots} of this runner's slots per case")
     lines += _judge_lines(spec)
+    if job.kind == "judge" and job.judge is not None:
+        lines.append(
+            f"  judging:     case {clean(job.judge.case_key)}: this command reads "
+            "$EVERDICT_JUDGE_FILE (rubric, input, output, expected answer); its output is sent"
+        )
     return lines
 
 

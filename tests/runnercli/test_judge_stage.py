@@ -54,3 +54,11 @@ def test_a_billing_key_is_warned_of_once_per_session() -> None:
     other = CaseContext(held(judge_job()), notes=[quiet.append])
     BillingWarning().check(other, {"HOME": "/home/m"})
     assert quiet == []
+
+
+def test_the_consent_prompt_says_a_judge_job_reads_the_expected_answer() -> None:
+    from runnercli.disclosure import world_lines
+
+    lines = world_lines(judge_job())
+    assert any("judging:" in line and "expected answer" in line for line in lines)
+    assert not any("judging:" in line for line in world_lines(make_job(["true"])))
