@@ -26,6 +26,9 @@ class Judgement(models.Model):
         "runners.RunnerJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     tries = models.PositiveSmallIntegerField(default=1)
+    # The harness spec whose judge grader asked (the run's own, or another version's when
+    # its outputs are regraded): its retry and `judged_by` come from it.
+    spec = models.JSONField(default=dict, blank=True)
     state = models.CharField(
         max_length=12, choices=JudgementState.choices, default=JudgementState.DUE
     )

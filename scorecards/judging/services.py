@@ -119,8 +119,10 @@ def judgements_queue(
     votes = range(spec.grader.votes or 1)
     jobs = _queue_jobs(run, result, spec, votes, place or timezone.now())
     Judgement.objects.filter(result=result).delete()
+    dumped = spec.model_dump(mode="json")
     judgements = Judgement.objects.bulk_create(
-        Judgement(result=result, vote=vote, job=job) for vote, job in zip(votes, jobs, strict=True)
+        Judgement(result=result, vote=vote, job=job, spec=dumped)
+        for vote, job in zip(votes, jobs, strict=True)
     )
     CaseResult.objects.filter(pk=result.pk).update(verdict=Verdict.JUDGING, score=0.0)
     result.verdict = Verdict.JUDGING
@@ -155,7 +157,7 @@ def judgement_record(
     judgement = Judgement.objects.select_related("result__case").filter(job=job).first()
     if judgement is None:
         return
-    spec = HarnessSpec.model_validate(run.harness.spec)
+    spec = HarnessSpec.model_validate(judgement.spec or run.harness.spec)
     judgement.raw_tail = result.output[-_RAW_TAIL_CHARS:].replace("\x00", "\ufffd")
     judgement.judged_by = judged_by(runner, spec, result)
     judgement.usage = usage

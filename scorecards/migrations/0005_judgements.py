@@ -29,6 +29,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('vote', models.PositiveSmallIntegerField()),
                 ('tries', models.PositiveSmallIntegerField(default=1)),
+                ('spec', models.JSONField(blank=True, default=dict)),
                 ('state', models.CharField(choices=[('due', 'Due'), ('readable', 'Readable'), ('unreadable', 'Unreadable'), ('failed', 'Failed')], default='due', max_length=12)),
                 ('passed', models.BooleanField(blank=True, null=True)),
                 ('score', models.FloatField(blank=True, null=True)),

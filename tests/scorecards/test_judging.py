@@ -270,3 +270,26 @@ def test_a_cancel_ends_the_wait_for_judges(alice: Any, laptop: Runner) -> None:
     row = run.results.get()
     assert (row.verdict, row.error) == ("error", "canceled while judging")
     assert not run.jobs.filter(kind=JobKind.JUDGE, status=JobStatus.QUEUED).exists()
+
+
+def test_a_stored_output_can_be_judged_again_without_running_its_case(
+    alice: Any, laptop: Runner
+) -> None:
+    from django.db import transaction
+
+    from runnercli.protocol import HarnessSpec
+    from scorecards.judging.services import judgements_queue
+
+    run = run_case(alice, laptop)
+    judge(laptop, answer(True))
+    row = run.results.get()
+    cases_before = run.jobs.filter(kind=JobKind.CASE).count()
+    other = HarnessSpec.model_validate(judge_spec(votes=3))
+    with transaction.atomic():
+        judgements_queue(result=row, spec=other)
+    assert run.results.get().verdict == "judging"
+    for _ in range(3):
+        judge(laptop, answer(False, 0.0, "stricter"))
+    row = run.results.get()
+    assert (row.verdict, row.judged_by["agreement"]) == ("fail", "3 of 3 judges")
+    assert run.jobs.filter(kind=JobKind.CASE).count() == cases_before
