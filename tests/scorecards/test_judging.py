@@ -260,6 +260,9 @@ def test_the_pages_show_judging_then_who_judged(client: Any, alice: Any, laptop:
     export = client.get(f"/api/runs/{run.pk}/results.jsonl")
     line = json.loads(b"".join(export.streaming_content).decode().splitlines()[0])
     assert line["judged_by"]["model"] == "judge-model-1"
+    csv = b"".join(client.get(f"/api/runs/{run.pk}/results.csv").streaming_content).decode()
+    header, first = csv.splitlines()[:2]
+    assert header.endswith(",judged_by") and "judge-model-1" in first
 
 
 def test_a_cancel_ends_the_wait_for_judges(alice: Any, laptop: Runner) -> None:
