@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Max
 from django.utils import timezone
 
 from runnercli.protocol import CaseResult as WireResult
@@ -227,4 +228,8 @@ def _decide(result: CaseResult) -> None:
             for v in votes
         ],
     }
-    result.save(update_fields=["verdict", "score", "reason", "error", "judged_by"])
+    # The verdict settles now: a new settlement number, so the run page's live feed and a
+    # results cursor see the case again, decided.
+    last = CaseResult.objects.filter(run_id=result.run_id).aggregate(last=Max("seq"))["last"]
+    result.seq = (last or 0) + 1
+    result.save(update_fields=["verdict", "score", "reason", "error", "judged_by", "seq"])

@@ -76,6 +76,7 @@
   function resultRow(r) {
     var tr = el("tr");
     tr.setAttribute("data-case", r.case);
+    tr.setAttribute("data-repeat", r.repeat);
     tr.setAttribute("data-seq", r.seq);
     var link = el("a", "case-link", r.case);
     link.href = caseUrl(r.case);
@@ -106,6 +107,15 @@
       if (!config.live_results) return;
       if (config.verdicts.length && config.verdicts.indexOf(r.verdict) < 0) return;
       if (r.seq <= lastShown) return;
+      // A judged verdict settles again (a new seq): it replaces its "judging" row.
+      var same = Array.prototype.find.call(resultsBody.querySelectorAll("tr[data-seq]"), function (tr) {
+        return tr.getAttribute("data-case") === r.case && tr.getAttribute("data-repeat") === String(r.repeat);
+      });
+      if (same) {
+        same.replaceWith(resultRow(r));
+        lastShown = r.seq;
+        return;
+      }
       var shown = resultsBody.querySelectorAll("tr[data-seq]").length;
       if (shown >= config.page_size) {
         // The page is full: the rest are on the next page, from the last row shown.

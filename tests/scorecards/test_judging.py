@@ -207,6 +207,7 @@ def test_a_retry_that_answers_decides(alice: Any, laptop: Runner) -> None:
 
 def test_three_votes_with_one_dissenter(alice: Any, laptop: Runner) -> None:
     run = run_case(alice, laptop, votes=3)
+    judging_seq = run.results.get().seq
     assert run.jobs.filter(kind=JobKind.JUDGE).count() == 3
     judge(laptop, answer(True))
     judge(laptop, answer(False, 0.0, "dissent"))
@@ -215,6 +216,8 @@ def test_three_votes_with_one_dissenter(alice: Any, laptop: Runner) -> None:
     row = run.results.get()
     assert row.verdict == "pass" and row.judged_by["agreement"] == "2 of 3 judges"
     assert row.reason.startswith("2 of 3 judges")
+    # Decided, it settles again: the live page and a results cursor see it anew.
+    assert row.seq > judging_seq
 
 
 def test_a_judge_job_that_fails_for_good_is_an_error(alice: Any, laptop: Runner) -> None:
