@@ -299,3 +299,22 @@ def test_a_stored_output_can_be_judged_again_without_running_its_case(
     row = run.results.get()
     assert (row.verdict, row.judged_by["agreement"]) == ("fail", "3 of 3 judges")
     assert run.jobs.filter(kind=JobKind.CASE).count() == cases_before
+
+
+def test_a_judge_job_no_runner_takes_ends_the_case_as_an_error_and_the_run(
+    alice: Any, laptop: Runner
+) -> None:
+    from datetime import timedelta
+
+    import time_machine
+    from django.utils import timezone
+
+    from scorecards.management.commands.scheduler import process_pass
+
+    run = run_case(alice, laptop)
+    with time_machine.travel(timezone.now() + timedelta(seconds=4000), tick=False):
+        process_pass()
+    row = run.results.get()
+    assert row.verdict == "error" and row.error.startswith("judge failed: no_runner"), row.error
+    run.refresh_from_db()
+    assert run.status == RunStatus.FAILED
