@@ -16,7 +16,7 @@ class RegradeReply(Reply):
     status: str
     grader: VersionRef = Field(description="The harness version whose grader scored them.")
     regraded: int = Field(description="Completed results scored again.")
-    changed: int = Field(description="Results whose verdict, score or reason changed.")
+    changed: int = Field(description="Results whose verdict or score changed.")
     kept: int = Field(description="Results where a person's verdict stands over the grader's.")
     summary: RunSummary
 

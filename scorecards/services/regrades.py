@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 GRADE_CHUNK = 500
+_WRITTEN = ["verdict", "score", "grader_verdict", "grader_score", "reason", "error"]
 WRITE_BATCH = 500
 _STATE = (
     "pk",
@@ -45,7 +46,7 @@ _STATE = (
 
 @dataclass(frozen=True)
 class Regraded:
-    """What a regrade did: results scored again, those whose verdict or reason changed, and
+    """What a regrade did: results scored again, those whose verdict or score changed, and
     those where a person's verdict stands over the grader's new one."""
 
     run: Run
@@ -111,19 +112,20 @@ def grades_of(run: Run, spec: HarnessSpec) -> dict[int, scoring.Grade]:
         after = rows[-1][0]
 
 
-def _apply(row: CaseResult, grade: scoring.Grade) -> bool:
-    """Put the new grade on the row (under a person's verdict, underneath it); whether
-    anything changed."""
+def _apply(row: CaseResult, grade: scoring.Grade) -> tuple[bool, bool]:
+    """Put the new grade on the row (under a person's verdict, underneath it): whether
+    anything changed, and whether the grader's verdict or score did."""
     score = min(1.0, max(0.0, grade.score))
     error = grade.detail[:1000] if grade.verdict == "error" else ""
-    before = (row.verdict, row.score, row.grader_verdict, row.grader_score, row.reason, row.error)
     if row.verdict_by_id is None:
+        judged = (row.verdict, row.score) != (grade.verdict, score)
         row.verdict, row.score = grade.verdict, score
     else:
+        judged = (row.grader_verdict, row.grader_score) != (grade.verdict, score)
         row.grader_verdict, row.grader_score = grade.verdict, score
+    said = (row.reason, row.error) != (grade.detail[:1000], error)
     row.reason, row.error = grade.detail[:1000], error
-    after = (row.verdict, row.score, row.grader_verdict, row.grader_score, row.reason, row.error)
-    return before != after
+    return judged or said, judged
 
 
 def run_regrade(
@@ -145,7 +147,10 @@ def run_regrade(
         completed = CaseResult.objects.filter(run=run, status="completed").only(*_STATE)
         rows = [row for row in completed if row.pk in grades]
         saved = {row.pk: copy.copy(row) for row in rows}
-        changed = [row for row in rows if _apply(row, grades[row.pk])]
+        applied = {row.pk: _apply(row, grades[row.pk]) for row in rows}
+        written = [row for row in rows if applied[row.pk][0]]
+        changed = [row for row in rows if applied[row.pk][1]]
+        CaseResult.objects.bulk_update(written, _WRITTEN, batch_size=WRITE_BATCH)
         _record(run, changed, [saved[row.pk] for row in changed], grader, user)
         run.graded_with = None if grader.pk == run.harness_id else grader
         run.regraded_at = timezone.now()
@@ -166,9 +171,8 @@ def _record(
     grader: HarnessVersion,
     user: User,
 ) -> None:
-    """Write the changed rows in batches, and their history: the settled verdict first where
-    a result had none, then the new grade (not counted under a person's verdict)."""
-    fields = ["verdict", "score", "grader_verdict", "grader_score", "reason", "error"]
+    """Write the history of the results whose verdict changed: the settled verdict first
+    where a result had none, then the new grade (not counted under a person's verdict)."""
     ids = [row.pk for row in changed]
     had: set[int] = set()
     for start in range(0, len(ids), WRITE_BATCH):
@@ -176,7 +180,6 @@ def _record(
         entries = VerdictEntry.objects.filter(result_id__in=batch)
         had |= set(entries.values_list("result_id", flat=True))
     originals_record(run, saved, had=had)
-    CaseResult.objects.bulk_update(changed, fields, batch_size=WRITE_BATCH)
     now = timezone.now()
     VerdictEntry.objects.bulk_create(
         [
