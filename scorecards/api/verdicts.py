@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from accounts.authentication import signed_in
 from core.fields import IntegerField
+from core.schema import service_errors
 from core.serializers import StrictSerializer
 from scorecards.models import CaseResult
 from scorecards.replies.regrades import RegradeReply
@@ -50,6 +51,7 @@ def _reply(result: CaseResult, key: str) -> Response:
 
 class RunRegradeView(APIView):
     @extend_schema(request=RegradeSerializer, responses=RegradeReply)
+    @service_errors((409, "Error", "The run has not ended yet."))
     def post(self, request: Request, run_id: int) -> Response:
         body = RegradeSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -59,6 +61,7 @@ class RunRegradeView(APIView):
 
 class RunVerdictView(APIView):
     @extend_schema(parameters=[KEY], request=VerdictSerializer, responses=VerdictReply)
+    @service_errors((409, "Error", "The case has no result yet."))
     def put(self, request: Request, run_id: int) -> Response:
         body = VerdictSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -67,6 +70,7 @@ class RunVerdictView(APIView):
         return _reply(result, key)
 
     @extend_schema(parameters=[KEY, REPEAT], responses=VerdictReply)
+    @service_errors((409, "Error", "The case has no result yet."))
     def delete(self, request: Request, run_id: int) -> Response:
         key, repeat = request.query_params.get("key", ""), request.query_params.get("repeat")
         result = verdict_withdraw(user=signed_in(request), run_id=run_id, key=key, repeat=repeat)

@@ -78,7 +78,7 @@ def test_who_may_set_a_verdict(alice: Any, bob: Any, charlie: Any, viewer: Any, 
     assert api(viewer).delete(url).status_code == 403
     assert api(charlie).put(url, body, "application/json").status_code == 404
     assert api(charlie).delete(url).status_code == 404
-    assert CaseResult.objects.get(run=run, case__key="c0").verdict_by.username == "bob"
+    assert CaseResult.objects.get(run=run, case__key="c0").verdict_by == bob
 
 
 def test_bad_verdicts_are_clear_4xx(bob: Any, run: Any) -> None:
@@ -113,7 +113,7 @@ def test_a_persons_verdict_survives_a_regrade_until_withdrawn(
 
     c0 = CaseResult.objects.get(run=run, case__key="c0")
     assert done.kept == 1
-    assert (c0.verdict, c0.verdict_by.username, c0.grader_verdict) == ("fail", "bob", "fail")
+    assert (c0.verdict, c0.verdict_by, c0.grader_verdict) == ("fail", bob, "fail")
     entries = list(
         VerdictEntry.objects.filter(result=c0).values_list("source", "verdict", "counted")
     )
