@@ -40,6 +40,8 @@ COLUMNS = (
     "stderr_tail",
     "case__input",
     "case__expected",
+    "verdict_by__username",
+    "grader_verdict",
 )
 CSV_HEADER = (
     "case",
@@ -62,6 +64,8 @@ CSV_HEADER = (
     "output",
     "input",
     "expected",
+    "verdict_by",
+    "grader_verdict",
 )
 
 
@@ -116,6 +120,9 @@ def jsonl_line(row: dict[str, Any]) -> str:
                 "stderr_tail": row["stderr_tail"],
                 "input": row["case__input"],
                 "expected": row["case__expected"],
+                # A person's verdict: who set it, and what the grader says underneath.
+                "verdict_by": row["verdict_by__username"],
+                "grader_verdict": row["grader_verdict"] or None,
             }
         )
         + "\n"
@@ -170,6 +177,8 @@ def csv_line(row: dict[str, Any]) -> str:
                 row["output"],
                 _json(row["case__input"]),
                 _json(row["case__expected"]),
+                row["verdict_by__username"] or "",
+                row["grader_verdict"],
             ]
         )
     )

@@ -13,7 +13,7 @@ import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
@@ -150,7 +150,7 @@ def run_regrade(
         applied = {row.pk: _apply(row, grades[row.pk]) for row in rows}
         written = [row for row in rows if applied[row.pk][0]]
         changed = [row for row in rows if applied[row.pk][1]]
-        CaseResult.objects.bulk_update(written, _WRITTEN, batch_size=WRITE_BATCH)
+        _write(written)
         _record(run, changed, [saved[row.pk] for row in changed], grader, user)
         run.graded_with = None if grader.pk == run.harness_id else grader
         run.regraded_at = timezone.now()
@@ -162,6 +162,18 @@ def run_regrade(
         kept = sum(1 for row in rows if row.verdict_by_id is not None)
         event(run, _said(user, grader, len(rows), len(changed), kept, before, after))
     return Regraded(run, grader, len(rows), len(changed), kept, after)
+
+
+def _write(rows: list[CaseResult]) -> None:
+    """Update the rows' grades: one parametrized UPDATE run for every row (a C loop on
+    SQLite, a pipeline on psycopg). Django's bulk_update builds a CASE per field and row,
+    which cost ten times the grading itself."""
+    meta, quote = CaseResult._meta, connection.ops.quote_name
+    column = {field.name: str(field.column) for field in meta.concrete_fields}
+    sets = ", ".join(f"{quote(column[name])} = %s" for name in _WRITTEN)
+    sql = f"UPDATE {quote(meta.db_table)} SET {sets} WHERE {quote(column['id'])} = %s"
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, [[getattr(r, name) for name in _WRITTEN] + [r.pk] for r in rows])
 
 
 def _record(

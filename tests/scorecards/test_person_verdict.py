@@ -3,6 +3,7 @@ kept over a regrade until withdrawn; refused to viewers (403) and outsiders (404
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -174,3 +175,20 @@ def test_the_case_page_shows_the_control_and_the_persons_mark(
     refused = client.post(f"/runs/{run.pk}/verdict", {"key": "c1", "verdict": "fail"})
     assert refused.status_code == 302
     assert CaseResult.objects.get(run=run, case__key="c1").verdict == "pass"
+
+
+def test_the_exports_mark_a_persons_verdict(bob: Any, run: Any) -> None:
+    verdict_set(user=bob, run_id=run.pk, key="c1", verdict="pass", note="fine")
+
+    jsonl_reply: Any = api(bob).get(f"/api/runs/{run.pk}/results.jsonl")
+    csv_reply: Any = api(bob).get(f"/api/runs/{run.pk}/results.csv")
+    jsonl = b"".join(jsonl_reply.streaming_content)
+    csv_text = b"".join(csv_reply.streaming_content)
+
+    rows = [json.loads(line) for line in jsonl.decode().splitlines()]
+    c1 = next(r for r in rows if r["case"] == "c1")
+    assert (c1["verdict"], c1["verdict_by"], c1["grader_verdict"]) == ("pass", "bob", "fail")
+    assert next(r for r in rows if r["case"] == "c0")["verdict_by"] is None
+    header, *lines = csv_text.decode().splitlines()
+    assert header.endswith(",verdict_by,grader_verdict")
+    assert any(line.startswith("c1,") and line.endswith(",bob,fail") for line in lines)

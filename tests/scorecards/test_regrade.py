@@ -65,7 +65,7 @@ def test_a_changed_regex_grader_rescores_1000_stored_results_without_leasing_a_j
 
     assert (done.regraded, done.changed, done.kept) == (1000, 500, 0)
     assert done.summary["pass"] == 500 and done.summary["fail"] == 500
-    assert took < 10
+    assert took < 5
     assert _queue(run) == queue_before
     assert not JobAttempt.objects.filter(job__run=run).exists()
     run.refresh_from_db()
@@ -76,7 +76,7 @@ def test_a_changed_regex_grader_rescores_1000_stored_results_without_leasing_a_j
     history = list(VerdictEntry.objects.filter(result=odd).values_list("source", "verdict"))
     assert history == [("grader", "pass"), ("regrade", "fail")]
     assert not VerdictEntry.objects.filter(result__case__key="c0", result__run=run).exists()
-    assert "Regraded by bob with bulk v2" in run.events.last().message
+    assert "Regraded by bob with bulk v2" in str(run.events.last())
 
 
 def test_compare_and_history_read_the_current_verdicts(alice: Any, workspace: Any) -> None:
