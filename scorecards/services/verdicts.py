@@ -81,7 +81,10 @@ def run_restate(run: Run) -> None:
 
 def _locked_result(run: Run, key: str, repeat: int | str | None) -> CaseResult:
     """The case's result on this repeat, its row locked (after the run's: the lock order)."""
-    case = Case.objects.filter(dataset_id=run.dataset_id, key=key).first()
+    # No key holds a NUL (datasets refuse one), and PostgreSQL cannot even compare with it.
+    case = (
+        None if "\x00" in key else Case.objects.filter(dataset_id=run.dataset_id, key=key).first()
+    )
     if case is None:
         raise NotFound(f"Case {key!r} not found in run {run.pk}.")
     number = repeat_of(run, repeat)
@@ -95,8 +98,8 @@ def _locked_result(run: Run, key: str, repeat: int | str | None) -> CaseResult:
 def _check(verdict: str, note: str) -> None:
     if verdict not in PERSON_VERDICTS:
         raise Invalid({"verdict": [f"Unknown verdict {verdict!r}: use pass or fail."]})
-    if len(note) > MAX_NOTE_CHARS:
-        raise Invalid({"note": [f"At most {MAX_NOTE_CHARS} characters."]})
+    if len(note) > MAX_NOTE_CHARS or "\x00" in note:
+        raise Invalid({"note": [f"At most {MAX_NOTE_CHARS} characters, without NUL."]})
 
 
 def _locked_run(run_id: int) -> Run:

@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from accounts.services import api_key_create
+from core.errors import Invalid
 from scorecards.models import CaseResult, Membership, Role, RunStatus, VerdictEntry
 from scorecards.services import harness_create
 from scorecards.services.regrades import run_regrade
@@ -192,3 +193,14 @@ def test_the_exports_mark_a_persons_verdict(bob: Any, run: Any) -> None:
     header, *lines = csv_text.decode().splitlines()
     assert header.endswith(",verdict_by,grader_verdict")
     assert any(line.startswith("c1,") and line.endswith(",bob,fail") for line in lines)
+
+
+def test_a_nul_in_the_key_or_the_note_is_a_clear_4xx(bob: Any, run: Any) -> None:
+    base = f"/api/runs/{run.pk}/verdict"
+
+    by_key = api(bob).put(f"{base}?key=c%000", {"verdict": "pass"}, "application/json")
+    assert by_key.status_code == 404
+    assert api(bob).delete(f"{base}?key=c%000").status_code == 404
+    with pytest.raises(Invalid):
+        verdict_set(user=bob, run_id=run.pk, key="c0", verdict="pass", note="a\x00b")
+    assert CaseResult.objects.filter(run=run, verdict_by__isnull=False).count() == 0
