@@ -12,8 +12,7 @@ from pydantic import Field
 
 from mcpgateway.auth import current_principal
 from mcpgateway.calls import in_thread
-from scorecards.replies.regrades import RegradeReply
-from scorecards.replies.verdicts import VerdictReply
+from scorecards.replies.verdicts import RegradeReply, VerdictReply
 from scorecards.selectors.summary import run_summary
 from scorecards.services.regrades import run_regrade
 from scorecards.services.verdicts import MAX_NOTE_CHARS, verdict_set, verdict_withdraw

@@ -14,8 +14,7 @@ from core.fields import IntegerField
 from core.schema import service_errors
 from core.serializers import StrictSerializer
 from scorecards.models import CaseResult
-from scorecards.replies.regrades import RegradeReply
-from scorecards.replies.verdicts import VerdictReply
+from scorecards.replies.verdicts import RegradeReply, VerdictReply
 from scorecards.selectors.summary import run_summary
 from scorecards.services.regrades import run_regrade
 from scorecards.services.verdicts import (

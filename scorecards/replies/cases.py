@@ -16,8 +16,8 @@ from scorecards import scoring
 from scorecards.diffs import Line, expected_diff
 from scorecards.models import CaseResult, Verdict
 from scorecards.replies.artifacts import ArtifactItem
+from scorecards.replies.marks import PersonMark, VerdictEntryItem
 from scorecards.replies.runs import LogLine
-from scorecards.replies.verdicts import PersonMark, VerdictEntryItem
 from scorecards.selectors.cases import CASE_LOG_LINES, CaseDetail
 
 SHADOW_PREVIEW_CHARS = 1024

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from core.replies import Reply
-from scorecards.replies.verdicts import PersonMark
+from scorecards.replies.marks import PersonMark
 from scorecards.selectors.cursors import cursor_encode
 from scorecards.selectors.results import OUTPUT_PREVIEW_BYTES
 

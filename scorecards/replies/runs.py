@@ -11,8 +11,8 @@ from pydantic import Field, RootModel
 
 from core.replies import Reply, Timestamp
 from scorecards.models import DatasetVersion, HarnessVersion, Run, RunEvent
+from scorecards.replies.hosts import ByHostReply
 from scorecards.replies.results import RunResultItem, result_items
-from scorecards.replies.verdicts import ByHostReply
 from scorecards.selectors.cursors import cursor_encode
 from scorecards.selectors.results import RunOverview
 from scorecards.selectors.runs import LogRow

@@ -1,5 +1,5 @@
-"""Reply shapes of verdicts beyond the grader's: a regrade, a person's verdict and its mark,
-a result's verdict history, and a run by host."""
+"""Reply shapes of a regrade (`POST /api/runs/<id>/regrade`, MCP `regrade_run`) and of a
+person's verdict (`PUT`/`DELETE /api/runs/<id>/verdict`, MCP `set_verdict`)."""
 
 from __future__ import annotations
 
@@ -7,95 +7,34 @@ from typing import Any
 
 from pydantic import Field
 
-from core.replies import Reply, Timestamp
-from scorecards.models import CaseResult, VerdictEntry
-from scorecards.selectors.hosts import ByHost, HostGroup
+from core.replies import Reply
+from scorecards.models import CaseResult
+from scorecards.replies.marks import PersonMark
+from scorecards.replies.runs import RunSummary, VersionRef
+from scorecards.services.regrades import Regraded
 
 
-class PersonMark(Reply):
-    """A person's verdict standing over the grader's."""
+class RegradeReply(Reply):
+    """A run's stored outputs scored again: how many, how many changed, the new summary."""
 
-    by: str
-    at: Timestamp | None
-    note: str
-    grader_verdict: str = Field(description="What the grader says underneath.")
-
-    @classmethod
-    def of(cls, row: Any) -> PersonMark | None:
-        """The mark of a result row whose `verdict_by_name` was read with it (or its user)."""
-        if getattr(row, "verdict_by_id", None) is None:
-            return None
-        name = getattr(row, "verdict_by_name", None)
-        if name is None:
-            name = row.verdict_by.get_username() if row.verdict_by else ""
-        return cls(
-            by=name, at=row.verdict_at, note=row.verdict_note, grader_verdict=row.grader_verdict
-        )
-
-
-class VerdictEntryItem(Reply):
-    """One verdict a result had."""
-
-    verdict: str
-    score: float
-    source: str = Field(description="grader, regrade, person or withdrawn")
-    counted: bool = Field(description="Whether it became the verdict that counts.")
-    harness: str | None = Field(description="The grader's harness version, e.g. `echo v2`.")
-    by: str | None
-    note: str
-    reason: str
-    at: Timestamp
+    run: int
+    status: str
+    grader: VersionRef = Field(description="The harness version whose grader scored them.")
+    regraded: int = Field(description="Completed results scored again.")
+    changed: int = Field(description="Results whose verdict or score changed.")
+    kept: int = Field(description="Results where a person's verdict stands over the grader's.")
+    summary: RunSummary
 
     @classmethod
-    def of(cls, entry: VerdictEntry) -> VerdictEntryItem:
+    def of(cls, done: Regraded) -> RegradeReply:
         return cls(
-            verdict=entry.verdict,
-            score=entry.score,
-            source=entry.source,
-            counted=entry.counted,
-            harness=str(entry.harness) if entry.harness_id else None,
-            by=entry.by.get_username() if entry.by_id and entry.by else None,
-            note=entry.note,
-            reason=entry.reason,
-            at=entry.at,
-        )
-
-
-class HostItem(Reply):
-    label: str
-    facts: dict[str, str] = Field(description="OS, tool versions, repo commit (fingerprints).")
-    runners: list[str] = Field(description="The runners that reported this fingerprint.")
-    results: int
-    passes: int
-    pass_rate: float | None
-    mean_duration_ms: int | None
-
-    @classmethod
-    def of(cls, group: HostGroup) -> HostItem:
-        return cls(
-            label=group.label,
-            facts=group.facts,
-            runners=group.runners,
-            results=group.results,
-            passes=group.passes,
-            pass_rate=group.pass_rate,
-            mean_duration_ms=group.mean_duration_ms,
-        )
-
-
-class ByHostReply(Reply):
-    """Pass rate, count and mean duration per runner and per distinct fingerprint."""
-
-    runners: list[HostItem]
-    fingerprints: list[HostItem]
-
-    @classmethod
-    def of(cls, by_host: ByHost | None) -> ByHostReply:
-        if by_host is None:
-            return cls(runners=[], fingerprints=[])
-        return cls(
-            runners=[HostItem.of(g) for g in by_host.runners],
-            fingerprints=[HostItem.of(g) for g in by_host.fingerprints],
+            run=done.run.pk,
+            status=done.run.status,
+            grader=VersionRef.of(done.grader),
+            regraded=done.regraded,
+            changed=done.changed,
+            kept=done.kept,
+            summary=RunSummary.model_validate(done.summary),
         )
 
 
@@ -108,7 +47,7 @@ class VerdictReply(Reply):
     verdict: str
     score: float
     person: PersonMark | None
-    summary: dict[str, Any]
+    summary: RunSummary
 
     @classmethod
     def of(cls, result: CaseResult, key: str, summary: dict[str, Any]) -> VerdictReply:
@@ -119,5 +58,5 @@ class VerdictReply(Reply):
             verdict=result.verdict,
             score=result.score,
             person=PersonMark.of(result),
-            summary=summary,
+            summary=RunSummary.model_validate(summary),
         )
