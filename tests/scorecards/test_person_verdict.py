@@ -14,6 +14,8 @@ from django.test import Client
 from accounts.services import api_key_create
 from core.errors import Invalid
 from scorecards.models import CaseResult, Membership, Role, RunStatus, VerdictEntry
+from scorecards.selectors.compare import run_compare
+from scorecards.selectors.history import harness_runs
 from scorecards.services import harness_create
 from scorecards.services.regrades import run_regrade
 from scorecards.services.verdicts import verdict_set, verdict_withdraw
@@ -204,3 +206,15 @@ def test_a_nul_in_the_key_or_the_note_is_a_clear_4xx(bob: Any, run: Any) -> None
     with pytest.raises(Invalid):
         verdict_set(user=bob, run_id=run.pk, key="c0", verdict="pass", note="a\x00b")
     assert CaseResult.objects.filter(run=run, verdict_by__isnull=False).count() == 0
+
+
+def test_compare_and_history_count_a_persons_verdict(alice: Any, bob: Any, run: Any) -> None:
+    baseline = seeded_run(alice, cases=3)
+    later = seeded_run(alice, cases=3)
+
+    verdict_set(user=bob, run_id=later.pk, key="c2", verdict="fail", note="hallucinated")
+
+    compared = run_compare(user=alice, a=baseline.pk, b=later.pk)
+    assert [c.key for c in compared.changes if c.change == "regressed"] == ["c2"]
+    latest = harness_runs(user=alice, workspace_slug="acme", name="bulk")[-1]
+    assert (latest.pk, getattr(latest, "n_pass", None)) == (later.pk, 2)
