@@ -23,6 +23,7 @@ from mcpgateway.personal_tools import PERSONAL_TOOLS
 from mcpgateway.run_tools import RUN_TOOLS
 from mcpgateway.runner_tools import RUNNER_TOOLS
 from mcpgateway.trace_tools import TRACE_TOOLS
+from mcpgateway.verdict_tools import VERDICT_TOOLS
 
 MCP_PATH = "/mcp"
 # Room for the largest valid result (1 MiB output + 64 KiB stderr tail) even when JSON
@@ -38,7 +39,8 @@ report_case_screen (a running case's trace and screen). A tool error whose struc
 content says `retryable` is the server's passing trouble: send the call again.
 Personal tools (a personal API key, evk_…): pair_runner, list_runners, revoke_runner,
 list_api_keys, approve_device_pairing; start_run, get_run, list_results, list_runs,
-compare_runs, rerun, cancel_run; get_case, get_artifact (a case whole, and the files it
+compare_runs, rerun, cancel_run; regrade_run, set_verdict, withdraw_verdict (score stored
+outputs again; a person's verdict on a case); get_case, get_artifact (a case whole, and the files it
 left); get_case_trace (what the agent did, step by step)."""
 
 
@@ -70,7 +72,13 @@ def build_server() -> MCPServer:
         ),
         tools=[
             strict_tool(guarded(fn))
-            for fn in [*PERSONAL_TOOLS, *RUN_TOOLS, *ARTIFACT_TOOLS, *CASE_TRACE_TOOLS]
+            for fn in [
+                *PERSONAL_TOOLS,
+                *RUN_TOOLS,
+                *VERDICT_TOOLS,
+                *ARTIFACT_TOOLS,
+                *CASE_TRACE_TOOLS,
+            ]
         ],
     )
     for tool in [*RUNNER_TOOLS, *BLOB_TOOLS, *TRACE_TOOLS]:

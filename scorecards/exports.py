@@ -41,6 +41,8 @@ COLUMNS = (
     "case__input",
     "case__expected",
     "judged_by",
+    "verdict_by__username",
+    "grader_verdict",
 )
 CSV_HEADER = (
     "case",
@@ -64,6 +66,8 @@ CSV_HEADER = (
     "input",
     "expected",
     "judged_by",
+    "verdict_by",
+    "grader_verdict",
 )
 
 
@@ -119,6 +123,9 @@ def jsonl_line(row: dict[str, Any]) -> str:
                 "input": row["case__input"],
                 "expected": row["case__expected"],
                 "judged_by": row["judged_by"] or None,
+                # A person's verdict: who set it, and what the grader says underneath.
+                "verdict_by": row["verdict_by__username"],
+                "grader_verdict": row["grader_verdict"] or None,
             }
         )
         + "\n"
@@ -174,6 +181,8 @@ def csv_line(row: dict[str, Any]) -> str:
                 _json(row["case__input"]),
                 _json(row["case__expected"]),
                 _json(row["judged_by"]) if row["judged_by"] else "",
+                row["verdict_by__username"] or "",
+                row["grader_verdict"],
             ]
         )
     )

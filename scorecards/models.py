@@ -211,6 +211,12 @@ class Run(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The harness version whose grader scored the current verdicts, when a regrade applied
+    # another version's grader to this run's stored outputs (null: the run's own).
+    graded_with = models.ForeignKey(
+        HarnessVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    regraded_at = models.DateTimeField(null=True, blank=True)
 
     objects = RunQuerySet.as_manager()
     # Set by `run_start` on the instance it returns, not stored: what it wrote besides the row,
@@ -297,6 +303,16 @@ class CaseResult(models.Model):
     # Who judged a judge-graded case: {runner, user, tools, model, prompt_digest, agreement}.
     judged_by = models.JSONField(default=dict, blank=True, db_default={})
     created_at = models.DateTimeField(default=timezone.now)
+    # A person's verdict, when one stands: `verdict` and `score` are theirs, and what the
+    # grader says underneath is kept in `grader_verdict` / `grader_score` (a regrade updates
+    # those, never the person's) until it is withdrawn.
+    verdict_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    verdict_at = models.DateTimeField(null=True, blank=True)
+    verdict_note = models.CharField(max_length=1000, blank=True)
+    grader_verdict = models.CharField(max_length=10, choices=Verdict.choices, blank=True)
+    grader_score = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["run_id", "case__position", "repeat"]
@@ -313,6 +329,39 @@ class CaseResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.case} {self.verdict}"
+
+
+class VerdictSource(models.TextChoices):
+    GRADER = "grader"  # scored when the case settled
+    REGRADE = "regrade"  # a grader applied again to the stored output
+    PERSON = "person"  # a workspace member's verdict
+    WITHDRAWN = "withdrawn"  # a person's verdict withdrawn: the grader's stands again
+
+
+class VerdictEntry(models.Model):
+    """One verdict a result had: who or what set it, when, with which grader, and whether it
+    became the one that counts (a regrade under a person's verdict is recorded, not counted)."""
+
+    result = models.ForeignKey(CaseResult, on_delete=models.CASCADE, related_name="verdicts")
+    verdict = models.CharField(max_length=10, choices=Verdict.choices)
+    score = models.FloatField(default=0.0)
+    reason = models.CharField(max_length=1000, blank=True)
+    source = models.CharField(max_length=10, choices=VerdictSource.choices)
+    harness = models.ForeignKey(
+        HarnessVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    note = models.CharField(max_length=1000, blank=True)
+    counted = models.BooleanField(default=True)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["result_id", "at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.verdict} ({self.source})"
 
 
 # Blobs and artifacts are models of this app, defined beside their services; the

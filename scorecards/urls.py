@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 from scorecards import views
-from scorecards.api import artifacts, catalog, results, runs, workspaces
+from scorecards.api import artifacts, catalog, results, runs, verdicts, workspaces
 from scorecards.consumers import RunConsumer
 from scorecards.links import case_patterns
 from scorecards.traces import urls as traces_urls
@@ -22,6 +22,8 @@ urlpatterns = [
     path("runs/<int:run_id>/", views.run_detail, name="run"),
     path("runs/<int:run_id>/cancel", views.run_cancel_view, name="run-cancel"),
     path("runs/<int:run_id>/rerun", views.run_rerun_view, name="run-rerun"),
+    path("runs/<int:run_id>/regrade", views.run_regrade_view, name="run-regrade"),
+    path("runs/<int:run_id>/verdict", views.case_verdict_view, name="run-verdict"),
     *case_patterns(views.case_page, "case", slash=True),
 ]
 
@@ -43,6 +45,8 @@ api_urlpatterns = [
     path("runs/<int:run_id>/cancel", runs.RunCancelView.as_view(), name="api-run-cancel"),
     path("runs/<int:run_id>/rerun", runs.RunRerunView.as_view(), name="api-run-rerun"),
     path("runs/<int:run_id>/compare", runs.RunCompareView.as_view(), name="api-run-compare"),
+    path("runs/<int:run_id>/regrade", verdicts.RunRegradeView.as_view(), name="api-run-regrade"),
+    path("runs/<int:run_id>/verdict", verdicts.RunVerdictView.as_view(), name="api-run-verdict"),
     path("runs/<int:run_id>/results", results.RunResultsView.as_view(), name="api-run-results"),
     path(
         "runs/<int:run_id>/results.csv",

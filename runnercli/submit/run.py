@@ -113,6 +113,9 @@ async def _regressions(api: PersonalApi, options: Options, run_id: int) -> list[
             f"✗ regressed against run #{baseline}: {item['case']} "
             f"{before['passes']}/{before['settled']} → {after['passes']}/{after['settled']} pass"
         )
+    # A server older than the by-host comparison sends no `confined`.
+    if compared.get("confined"):
+        click.echo(f"  {compared['confined'][0].upper()}{compared['confined'][1:]}.")
     return regressions
 
 

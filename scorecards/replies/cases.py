@@ -16,6 +16,7 @@ from scorecards import scoring
 from scorecards.diffs import Line, expected_diff
 from scorecards.models import CaseResult, Verdict
 from scorecards.replies.artifacts import ArtifactItem
+from scorecards.replies.marks import PersonMark, VerdictEntryItem
 from scorecards.replies.runs import LogLine
 from scorecards.selectors.cases import CASE_LOG_LINES, CaseDetail
 
@@ -144,6 +145,13 @@ class CaseRunResult(Reply):
     artifacts: list[ArtifactItem] = Field(
         default_factory=list, description="The files the case left, each with its download URL."
     )
+    person: PersonMark | None = Field(
+        default=None, description="A person's verdict standing over the grader's."
+    )
+    history: list[VerdictEntryItem] = Field(
+        default_factory=list,
+        description="Every verdict it had, oldest first (empty while only the settled one).",
+    )
 
     @classmethod
     def of(
@@ -152,6 +160,7 @@ class CaseRunResult(Reply):
         spec: HarnessSpec,
         expected: Any,
         artifacts: list[ArtifactItem] | None = None,
+        history: list[Any] | None = None,
     ) -> CaseRunResult:
         return cls(
             seq=row.seq,
@@ -174,6 +183,8 @@ class CaseRunResult(Reply):
             runner=row.runner_id,
             settled_at=row.created_at,
             artifacts=artifacts or [],
+            person=PersonMark.of(row),
+            history=[VerdictEntryItem.of(entry) for entry in history or []],
         )
 
 
@@ -193,7 +204,11 @@ class CaseRepeat(Reply):
             job_status=job.status if job is not None else None,
             result=(
                 CaseRunResult.of(
-                    row, spec, expected, ArtifactItem.list_of(row, detail.run, detail.case.key)
+                    row,
+                    spec,
+                    expected,
+                    ArtifactItem.list_of(row, detail.run, detail.case.key),
+                    detail.history.get(row.pk),
                 )
                 if row is not None
                 else None

@@ -18,6 +18,7 @@ from scorecards.selectors.compare import (
     Comparison,
     Side,
 )
+from scorecards.selectors.confined import confined_regressions
 
 
 class RunRef(Reply):
@@ -87,6 +88,10 @@ class CompareReply(Reply):
     changed: list[CaseChangeItem] = Field(description="Same pass fraction, other verdicts.")
     missing: list[CaseChangeItem] = Field(description="Cases settled in one run only.")
     unchanged: list[str]
+    confined: str = Field(
+        description="When run B ran on several hosts and every regression on one: "
+        "`all 4 regressions ran on laptop-2, claude 2.1.0`; else ''."
+    )
 
     @classmethod
     def of(cls, comparison: Comparison) -> CompareReply:
@@ -102,4 +107,5 @@ class CompareReply(Reply):
             changed=groups[CHANGED],
             missing=groups[MISSING],
             unchanged=[item.case for item in groups[UNCHANGED]],
+            confined=confined_regressions(comparison),
         )

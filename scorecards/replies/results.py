@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from core.replies import Reply
+from scorecards.replies.marks import PersonMark
 from scorecards.selectors.cursors import cursor_encode
 from scorecards.selectors.results import OUTPUT_PREVIEW_BYTES
 
@@ -35,6 +36,9 @@ class RunResultItem(Reply):
     )
     error: str
     reason: str = Field(description="The grader's reason.")
+    person: PersonMark | None = Field(
+        default=None, description="A person's verdict standing over the grader's."
+    )
     duration_ms: int
     usage: dict[str, Any] | None
     provenance: dict[str, Any]
@@ -58,6 +62,7 @@ class RunResultItem(Reply):
             output_truncated=len(head) < row.output_chars,
             error=row.error,
             reason=row.reason,
+            person=PersonMark.of(row),
             duration_ms=row.duration_ms,
             usage=row.usage,
             provenance=row.provenance,

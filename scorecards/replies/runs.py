@@ -11,6 +11,7 @@ from pydantic import Field, RootModel
 
 from core.replies import Reply, Timestamp
 from scorecards.models import DatasetVersion, HarnessVersion, Run, RunEvent
+from scorecards.replies.hosts import ByHostReply
 from scorecards.replies.results import RunResultItem, result_items
 from scorecards.selectors.cursors import cursor_encode
 from scorecards.selectors.results import RunOverview
@@ -78,6 +79,13 @@ class RunReply(Reply):
     created_at: Timestamp
     finished_at: Timestamp | None
     summary: RunSummary
+    graded_with: VersionRef | None = Field(
+        description="The harness version whose grader scored the verdicts, after a regrade."
+    )
+    regraded_at: Timestamp | None
+    by_host: ByHostReply = Field(
+        description="Pass rate, count and mean duration per runner and per fingerprint."
+    )
     events: list[RunEventItem] = Field(description="The newest 50, oldest first.")
     results: list[RunResultItem] = Field(description="The first 100 settled, outputs cut to 1 KiB.")
     results_next: str | None = Field(description="The URL of the next page of results.")
@@ -105,6 +113,9 @@ class RunReply(Reply):
             created_at=run.created_at,
             finished_at=run.finished_at,
             summary=RunSummary.model_validate(overview.summary),
+            graded_with=VersionRef.of(run.graded_with) if run.graded_with else None,
+            regraded_at=run.regraded_at,
+            by_host=ByHostReply.of(overview.by_host),
             events=[RunEventItem.of(event) for event in overview.events],
             results=result_items(overview.results),
             results_next=_results_url(run, cursor, base_url) if cursor else None,

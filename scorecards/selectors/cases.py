@@ -4,7 +4,7 @@ lines."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from core.errors import NotFound
 from runnercli.protocol import HarnessSpec
 from runners.models import JobAttempt, JobLogLine, RunnerJob
-from scorecards.models import Case, CaseResult, Run
+from scorecards.models import Case, CaseResult, Run, VerdictEntry
 from scorecards.selectors.runs import LogRow, run_get
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ class CaseDetail:
     jobs: dict[int, RunnerJob]  # by repeat
     attempts: dict[int, list[JobAttempt]]  # by job id, in epoch order
     logs: list[LogRow]  # the first CASE_LOG_LINES, and one more when there are more
+    history: dict[int, list[VerdictEntry]] = field(default_factory=dict)  # by result id
 
     @property
     def repeats(self) -> list[int]:
@@ -38,8 +39,9 @@ class CaseDetail:
 
 
 def _spec(run: Run) -> HarnessSpec:
+    """The spec whose grader scored the run's verdicts (another version's after a regrade)."""
     try:
-        return HarnessSpec.model_validate(run.harness.spec)
+        return HarnessSpec.model_validate((run.graded_with or run.harness).spec)
     except ValidationError:
         # A version stored under older rules still shows; it is judged as plain text.
         return HarnessSpec.model_validate({"command": ["?"], "grader": {"type": "exact"}})
@@ -77,17 +79,28 @@ def case_detail(*, user: User, run_id: int, key: str) -> CaseDetail:
         for j in RunnerJob.objects.filter(run=run, case_key=key).only("pk", "repeat", "status")
     }
     job_ids = [j.pk for j in jobs.values()]
+    results = {
+        r.repeat: r
+        for r in CaseResult.objects.filter(run=run, case=case)
+        .select_related("verdict_by")
+        .prefetch_related("artifacts__blob")
+    }
     return CaseDetail(
         run=run,
         case=case,
         spec=_spec(run),
-        results={
-            r.repeat: r
-            for r in CaseResult.objects.filter(run=run, case=case).prefetch_related(
-                "artifacts__blob"
-            )
-        },
+        results=results,
         jobs=jobs,
         attempts=_attempts(job_ids),
         logs=_logs(run, key, job_ids),
+        history=verdict_history([r.pk for r in results.values()]),
     )
+
+
+def verdict_history(result_ids: list[int]) -> dict[int, list[VerdictEntry]]:
+    """Every verdict these results had, oldest first, by result id."""
+    history: dict[int, list[VerdictEntry]] = {}
+    entries = VerdictEntry.objects.filter(result_id__in=result_ids).select_related("harness", "by")
+    for entry in entries.order_by("result_id", "at", "pk"):
+        history.setdefault(entry.result_id, []).append(entry)
+    return history

@@ -14,6 +14,7 @@ from django.db.models.functions import Length, Substr
 from core.errors import Invalid
 from scorecards.models import CaseResult, Dispatched, Run, RunEvent, Verdict
 from scorecards.selectors.cursors import cursor_decode
+from scorecards.selectors.hosts import ByHost, run_by_host
 from scorecards.selectors.summary import run_summary, waiting_summary
 
 RESULTS_PAGE = 100
@@ -62,6 +63,7 @@ def with_previews(ids: Sequence[int]) -> list[CaseResult]:
         CaseResult.objects.filter(pk__in=list(ids))
         .annotate(
             case_key=F("case__key"),
+            verdict_by_name=F("verdict_by__username"),
             output_head=Substr("output", 1, OUTPUT_PREVIEW_BYTES),
             output_chars=Length("output"),
         )
@@ -107,6 +109,7 @@ class RunOverview:
     events: Sequence[RunEvent]
     results: list[CaseResult]
     last: int | None
+    by_host: ByHost | None = None
 
 
 def run_overview(run: Run) -> RunOverview:
@@ -117,7 +120,12 @@ def run_overview(run: Run) -> RunOverview:
     results, last = results_after(run, limit=RESULTS_PAGE)
     newest = list(run.events.order_by("-at", "-id")[:RUN_REPLY_EVENTS])
     return RunOverview(
-        run=run, summary=run_summary(run), events=newest[::-1], results=results, last=last
+        run=run,
+        summary=run_summary(run),
+        events=newest[::-1],
+        results=results,
+        last=last,
+        by_host=run_by_host(run),
     )
 
 

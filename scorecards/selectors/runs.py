@@ -13,7 +13,7 @@ from core.errors import Invalid, NotFound
 from runnercli.protocol import REPO_CAPABILITY_PREFIX
 from runners.models import JobLogLine, Runner
 from runners.presence import runner_statuses, status_severity
-from scorecards.models import Run, RunStatus, Verdict
+from scorecards.models import HarnessVersion, Run, RunStatus, Verdict
 from scorecards.selectors.cursors import cursor_decode
 from scorecards.selectors.results import limit_parse
 from scorecards.selectors.workspaces import membership_for
@@ -26,7 +26,7 @@ def run_get(*, user: User, run_id: int) -> Run:
     """Return a run the user can see (a member of its workspace); others get NotFound."""
     run = (
         Run.objects.visible_to(user)
-        .select_related("workspace", "harness", "dataset", "submitted_by", "runner")
+        .select_related("workspace", "harness", "dataset", "submitted_by", "runner", "graded_with")
         .filter(pk=run_id)
         .first()
     )
@@ -241,4 +241,13 @@ def comparable_runs(*, run: Run, limit: int = 20) -> list[Run]:
         .exclude(pk=run.pk)
         .select_related("harness", "dataset")
         .order_by("-created_at", "-id")[:limit]
+    )
+
+
+def harness_versions(run: Run) -> list[HarnessVersion]:
+    """The versions of the run's harness, newest first: the graders a regrade may apply."""
+    return list(
+        HarnessVersion.objects.filter(workspace_id=run.workspace_id, name=run.harness.name)
+        .only("pk", "name", "version")
+        .order_by("-version")
     )

@@ -9,6 +9,7 @@ from django import template
 
 from scorecards.models import Run
 from scorecards.selectors.compare import Comparison
+from scorecards.selectors.confined import confined_regressions
 from scorecards.selectors.fingerprints import fingerprint_changes, run_fingerprints
 from scorecards.selectors.holders import run_holders
 
@@ -28,3 +29,9 @@ def comparison_fingerprint_changes(comparison: Comparison) -> dict[str, Any]:
 @register.inclusion_tag("scorecards/_run_holders.html")
 def run_holder_statuses(run: Run) -> dict[str, Any]:
     return {"holders": run_holders(run)}
+
+
+@register.simple_tag
+def comparison_confined(comparison: Comparison) -> str:
+    """`all 4 regressions ran on laptop-2, claude 2.1.0`, or ""."""
+    return confined_regressions(comparison)

@@ -13,10 +13,12 @@ from scorecards.views.compare import compare
 from scorecards.views.history import harness_history
 from scorecards.views.run_form import run_new
 from scorecards.views.runs import run_cancel_view, run_detail, run_rerun_view
+from scorecards.views.verdicts import case_verdict_view, run_regrade_view
 from scorecards.views.workspaces import datasets, harnesses, home, run_list, workspace_overview
 
 __all__ = [
     "case_page",
+    "case_verdict_view",
     "compare",
     "datasets",
     "harness_history",
@@ -26,6 +28,7 @@ __all__ = [
     "run_detail",
     "run_list",
     "run_new",
+    "run_regrade_view",
     "run_rerun_view",
     "workspace_overview",
 ]

@@ -10,9 +10,11 @@ from django.views.decorators.http import require_GET
 
 from accounts.authentication import signed_in
 from scorecards.links import api_case_url
+from scorecards.models import Role
 from scorecards.replies.cases import CaseReply
 from scorecards.selectors.cases import case_detail
 from scorecards.selectors.runs import run_get
+from scorecards.selectors.workspaces import membership_for
 from scorecards.views.common import page, provenance_badge
 
 
@@ -42,5 +44,8 @@ def case_page(request: HttpRequest, run_id: int, key: str | None = None) -> Http
             "input_text": _pretty(reply.input),
             "expected_text": "—" if reply.expected is None else _pretty(reply.expected),
             "api_url": api_case_url(run.pk, reply.case),
+            "can_set_verdict": membership_for(user=user, slug=run.workspace.slug).allows(
+                Role.MEMBER
+            ),
         },
     )

@@ -28,7 +28,13 @@ from scorecards.selectors.results import (
     run_overview,
     verdicts_parse,
 )
-from scorecards.selectors.runs import comparable_runs, run_baseline, run_get, runtime_label
+from scorecards.selectors.runs import (
+    comparable_runs,
+    harness_versions,
+    run_baseline,
+    run_get,
+    runtime_label,
+)
 from scorecards.selectors.summary import case_tallies, run_summary, score_distribution
 from scorecards.selectors.waiting import run_waiting
 from scorecards.selectors.workspaces import membership_for
@@ -143,6 +149,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "logs": logs,
             "can_cancel": not run.is_terminal and membership.may_cancel(run),
             "can_rerun": run.is_terminal and membership.allows(Role.MEMBER),
+            "can_regrade": run.is_terminal and membership.allows(Role.MEMBER),
+            "graders": harness_versions(run),
             "related": _pair(run),
             "distribution": score_distribution(run),
             "baseline": baseline,
