@@ -23,7 +23,14 @@ from runners import queue
 from runners.models import Runner, RunnerJob
 from scorecards.judging.answers import Answer, Unreadable, majority, model_named, prompt_digest
 from scorecards.judging.models import Judgement, JudgementState
-from scorecards.models import CaseResult, EventLevel, Run, Verdict
+from scorecards.models import (
+    CaseResult,
+    EventLevel,
+    Run,
+    Verdict,
+    VerdictEntry,
+    VerdictSource,
+)
 from scorecards.services.events import event
 
 # An unreadable answer is asked again once; the second decides.
@@ -125,8 +132,13 @@ def judgements_queue(
         Judgement(result=result, vote=vote, job=job, spec=dumped)
         for vote, job in zip(votes, jobs, strict=True)
     )
-    CaseResult.objects.filter(pk=result.pk).update(verdict=Verdict.JUDGING, score=0.0)
-    result.verdict = Verdict.JUDGING
+    if result.verdict_by_id is None:
+        CaseResult.objects.filter(pk=result.pk).update(verdict=Verdict.JUDGING, score=0.0)
+        result.verdict = Verdict.JUDGING
+    else:
+        # A person's verdict stands: the judges decide what the grader says underneath it.
+        CaseResult.objects.filter(pk=result.pk).update(grader_verdict=Verdict.JUDGING)
+        result.grader_verdict = Verdict.JUDGING
     return judgements
 
 
@@ -209,8 +221,11 @@ def _decide(result: CaseResult) -> None:
     ]
     decision = majority(answers, why_not=[v.reason for v in votes if answers[v.vote] is None])
     first = next((v for v in votes if v.state == JudgementState.READABLE), votes[0])
-    result.verdict = decision.verdict
-    result.score = decision.score
+    person = result.verdict_by_id is not None
+    if person:
+        result.grader_verdict, result.grader_score = decision.verdict, decision.score
+    else:
+        result.verdict, result.score = decision.verdict, decision.score
     result.reason = decision.reason[:1000]
     result.error = decision.reason[:1000] if decision.verdict == Verdict.ERROR else ""
     result.judged_by = {
@@ -232,4 +247,33 @@ def _decide(result: CaseResult) -> None:
     # results cursor see the case again, decided.
     last = CaseResult.objects.filter(run_id=result.run_id).aggregate(last=Max("seq"))["last"]
     result.seq = (last or 0) + 1
-    result.save(update_fields=["verdict", "score", "reason", "error", "judged_by", "seq"])
+    result.save(
+        update_fields=[
+            "verdict",
+            "score",
+            "grader_verdict",
+            "grader_score",
+            "reason",
+            "error",
+            "judged_by",
+            "seq",
+        ]
+    )
+    _history_record(result, decision.verdict, decision.score, counted=not person)
+
+
+def _history_record(result: CaseResult, verdict: str, score: float, *, counted: bool) -> None:
+    """A judged verdict of a result that has a history (a regrade wrote its earlier verdict
+    there first) joins it; a first judgement costs nothing."""
+    if not VerdictEntry.objects.filter(result=result).exists():
+        return
+    run = result.run
+    VerdictEntry.objects.create(
+        result=result,
+        verdict=verdict,
+        score=score,
+        reason=result.reason,
+        source=VerdictSource.REGRADE,
+        harness_id=run.graded_with_id or run.harness_id,
+        counted=counted,
+    )

@@ -19,10 +19,20 @@ from pydantic import ValidationError
 
 from core.errors import Conflict, Invalid, NotFound
 from runnercli.protocol import HarnessSpec
+from runnercli.protocol.features import JUDGE_FEATURES
 from scorecards import scoring
-from scorecards.models import CaseResult, HarnessVersion, Run, VerdictEntry, VerdictSource
+from scorecards.judging.services import judge_spec, judgements_queue
+from scorecards.models import (
+    CaseResult,
+    HarnessVersion,
+    Run,
+    RunStatus,
+    VerdictEntry,
+    VerdictSource,
+)
 from scorecards.selectors.summary import run_summary
 from scorecards.services.events import event
+from scorecards.services.runs import runtime_resolve
 from scorecards.services.verdicts import originals_record, run_for_member, run_restate
 
 if TYPE_CHECKING:
@@ -58,9 +68,49 @@ class Regraded:
 
 
 def regrade_by_judges(*, user: User, run: Run, harness: HarnessVersion) -> Regraded:
-    """Regrade with a `judge` grader: it needs judge jobs on the submitter's runners, which
-    this server does not queue yet."""
-    raise Invalid({"harness_version": ["regrading with a judge grader needs judge jobs"]})
+    """Regrade with a `judge` grader: judge jobs for every completed result's stored output,
+    on the submitter's runners (no case runs again). The run is `running` until they are in;
+    a person's verdict stands over what they decide."""
+    spec = _spec(harness)
+    # Judges run where the run's cases ran: on the submitter's runners, never the caller's.
+    runtime_resolve(
+        user=run.submitted_by,
+        runtime=run.runtime,
+        capabilities=judge_spec(spec).required_capabilities(),
+        features=JUDGE_FEATURES,
+    )
+    with transaction.atomic():
+        run = Run.objects.select_for_update(of=("self",)).get(pk=run.pk)
+        if not run.is_terminal:
+            raise Conflict(f"Run {run.pk} is {run.status}: regrade it once it has ended.")
+        results = list(
+            CaseResult.objects.filter(run=run, status="completed").select_related("case", "run")
+        )
+        had = set(VerdictEntry.objects.filter(result__run=run).values_list("result_id", flat=True))
+        originals_record(run, results, had=had)
+        now = timezone.now()
+        for result in results:
+            judgements_queue(result=result, spec=spec, place=now)
+        run.graded_with = None if harness.pk == run.harness_id else harness
+        run.regraded_at = now
+        run.status, run.finished_at = RunStatus.RUNNING, None
+        Run.objects.filter(pk=run.pk).update(
+            graded_with=run.graded_with,
+            regraded_at=now,
+            status=run.status,
+            finished_at=None,
+        )
+        kept = sum(1 for result in results if result.verdict_by_id is not None)
+        votes = len(results) * (spec.grader.votes or 1)
+        event(
+            run,
+            f"Regrade by {user.get_username()} with {harness}: {votes} judge jobs queued for "
+            f"{len(results)} stored outputs on {run.submitted_by.get_username()}'s runners"
+            + (f"; {kept} person's verdicts kept" if kept else "")
+            + ".",
+        )
+        summary = run_summary(run)
+    return Regraded(run, harness, len(results), 0, kept, summary)
 
 
 def _grader_version(run: Run, harness: str | None, version: int | None) -> HarnessVersion:
@@ -136,10 +186,10 @@ def run_regrade(
     run = run_for_member(user=user, run_id=run_id)
     grader = _grader_version(run, harness, harness_version)
     spec = _spec(grader)
-    if spec.grader.type == "judge":
-        return regrade_by_judges(user=user, run=run, harness=grader)
     if not run.is_terminal:
         raise Conflict(f"Run {run.pk} is {run.status}: regrade it once it has ended.")
+    if spec.grader.type == "judge":
+        return regrade_by_judges(user=user, run=run, harness=grader)
     grades = grades_of(run, spec)
     with transaction.atomic():
         run = Run.objects.select_for_update(of=("self",)).get(pk=run.pk)

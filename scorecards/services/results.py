@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Max, Subquery
+from django.db.models import Max, Q, Subquery
 from django.utils import timezone
 
 from core.errors import Invalid
@@ -272,7 +272,8 @@ def run_advance(run: Run) -> None:
         )
         return
     # A run stays running while its judges are due.
-    if active == 0 and not pending and not run.results.filter(verdict=Verdict.JUDGING).exists():
+    judging = Q(verdict=Verdict.JUDGING) | Q(grader_verdict=Verdict.JUDGING)
+    if active == 0 and not pending and not run.results.filter(judging).exists():
         run_complete(run, now)
 
 

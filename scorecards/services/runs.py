@@ -345,6 +345,7 @@ def run_cancel(*, user: User, run_id: int) -> Run:
         run.results.filter(verdict=Verdict.JUDGING).update(
             verdict=Verdict.ERROR, error="canceled while judging", reason="canceled while judging"
         )
+        run.results.filter(grader_verdict=Verdict.JUDGING).update(grader_verdict=Verdict.ERROR)
         now = timezone.now()
         run.status = RunStatus.CANCELED
         run.finished_at = now

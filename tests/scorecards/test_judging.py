@@ -265,7 +265,7 @@ def test_the_pages_show_judging_then_who_judged(client: Any, alice: Any, laptop:
     assert line["judged_by"]["model"] == "judge-model-1"
     csv = b"".join(client.get(f"/api/runs/{run.pk}/results.csv").streaming_content).decode()
     header, first = csv.splitlines()[:2]
-    assert header.endswith(",judged_by") and "judge-model-1" in first
+    assert "judged_by" in header.split(",") and "judge-model-1" in first
 
 
 def test_a_cancel_ends_the_wait_for_judges(alice: Any, laptop: Runner) -> None:

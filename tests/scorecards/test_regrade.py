@@ -22,10 +22,6 @@ from scorecards.services.regrades import run_regrade
 pytestmark = pytest.mark.django_db
 
 REGEX = {**ECHO, "grader": {"type": "regex"}}
-JUDGE = {
-    **ECHO,
-    "grader": {"type": "judge", "rubric": "Same answer?", "judge": {"command": ["judge"]}},
-}
 
 
 def api(client: Client, user: Any) -> Client:
@@ -124,35 +120,3 @@ def test_a_run_not_yet_ended_is_refused_a_regrade(alice: Any, workspace: Any) ->
     reply = api(Client(), alice).post(f"/api/runs/{run.pk}/regrade", {}, "application/json")
 
     assert reply.status_code == 409 and "once it has ended" in reply.json()["detail"]
-
-
-def test_a_judge_grader_is_refused_until_judge_jobs_exist(alice: Any, workspace: Any) -> None:
-    run = seeded_run(alice, cases=2)
-    judge = harness_create(user=alice, workspace_slug="acme", name="bulk", spec=JUDGE)
-    queue_before = _queue(run)
-
-    reply = api(Client(), alice).post(
-        f"/api/runs/{run.pk}/regrade", {"harness_version": judge.version}, "application/json"
-    )
-
-    assert reply.status_code == 400
-    assert "regrading with a judge grader needs judge jobs" in str(reply.json())
-    assert _queue(run) == queue_before
-
-
-def test_the_run_page_regrades_with_a_chosen_version(
-    client: Client, alice: Any, bob: Any, workspace: Any
-) -> None:
-    run = seeded_run(alice, cases=2, output=_wrong_when_odd)
-    regex = harness_create(user=alice, workspace_slug="acme", name="bulk", spec=REGEX)
-    client.force_login(bob)
-
-    page = client.get(f"/runs/{run.pk}/").content.decode()
-    assert 'id="regrade-form"' in page and "bulk v2" in page
-    reply = client.post(
-        f"/runs/{run.pk}/regrade", {"harness_version": str(regex.version)}, follow=True
-    )
-
-    page = reply.content.decode()
-    assert "Regraded with bulk v2: 2 results, 1 changed." in page
-    assert 'id="run-regraded"' in page
