@@ -17,6 +17,7 @@ from starlette.applications import Starlette
 from mcpgateway.artifact_tools import ARTIFACT_TOOLS
 from mcpgateway.auth import EverdictTokenVerifier
 from mcpgateway.blob_tools import BLOB_TOOLS
+from mcpgateway.fs_tools import FS_PERSONAL_TOOLS, FS_RUNNER_TOOLS
 from mcpgateway.calls import guarded
 from mcpgateway.case_trace_tools import CASE_TRACE_TOOLS
 from mcpgateway.personal_tools import PERSONAL_TOOLS
@@ -70,10 +71,16 @@ def build_server() -> MCPServer:
         ),
         tools=[
             strict_tool(guarded(fn))
-            for fn in [*PERSONAL_TOOLS, *RUN_TOOLS, *ARTIFACT_TOOLS, *CASE_TRACE_TOOLS]
+            for fn in [
+                *PERSONAL_TOOLS,
+                *RUN_TOOLS,
+                *ARTIFACT_TOOLS,
+                *FS_PERSONAL_TOOLS,
+                *CASE_TRACE_TOOLS,
+            ]
         ],
     )
-    for tool in [*RUNNER_TOOLS, *BLOB_TOOLS, *TRACE_TOOLS]:
+    for tool in [*RUNNER_TOOLS, *BLOB_TOOLS, *TRACE_TOOLS, *FS_RUNNER_TOOLS]:
         server.add_tool(guarded(tool))
     return server
 

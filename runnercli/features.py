@@ -6,5 +6,6 @@ a part of the loop); the server leases a job needing a feature only to a runner 
 
 from __future__ import annotations
 
-# `repo`, `artifacts`, `trace`, `screens`, `services`: the stages that do them.
-RUNNER_FEATURES: tuple[str, ...] = ("artifacts", "repo", "screens", "services", "trace")
+# `repo`, `artifacts`, `trace`, `screens`, `services`: the stages that do them; `files`: the
+# fs rendezvous (`runnercli.casefiles`, with the `Files` stage).
+RUNNER_FEATURES: tuple[str, ...] = ("artifacts", "files", "repo", "screens", "services", "trace")

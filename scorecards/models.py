@@ -321,3 +321,6 @@ from scorecards.traces.models import (  # noqa: E402, F401
     ScreenFrame,
     TraceEvent,
 )
+
+# A member's requests for a running case's files (the fs rendezvous).
+from scorecards.files.models import CaseFsRequest  # noqa: E402, F401
