@@ -17,9 +17,9 @@ from starlette.applications import Starlette
 from mcpgateway.artifact_tools import ARTIFACT_TOOLS
 from mcpgateway.auth import EverdictTokenVerifier
 from mcpgateway.blob_tools import BLOB_TOOLS
-from mcpgateway.fs_tools import FS_PERSONAL_TOOLS, FS_RUNNER_TOOLS
 from mcpgateway.calls import guarded
 from mcpgateway.case_trace_tools import CASE_TRACE_TOOLS
+from mcpgateway.fs_tools import FS_PERSONAL_TOOLS, FS_RUNNER_TOOLS
 from mcpgateway.personal_tools import PERSONAL_TOOLS
 from mcpgateway.run_tools import RUN_TOOLS
 from mcpgateway.runner_tools import RUNNER_TOOLS

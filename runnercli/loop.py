@@ -18,8 +18,8 @@ import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from runnercli.client import RevokedError, RunnerClient, ServerUnavailable, ToolCallError
 from runnercli.casefiles import CaseFiles
+from runnercli.client import RevokedError, RunnerClient, ServerUnavailable, ToolCallError
 from runnercli.consent import Consent
 from runnercli.delivery import Delivery
 from runnercli.exits import (

@@ -314,6 +314,9 @@ class CaseResult(models.Model):
 # Blobs and artifacts are models of this app, defined beside their services.
 from scorecards.blobs.models import Artifact, Blob, BlobUpload  # noqa: E402, F401
 
+# A member's requests for a running case's files (the fs rendezvous).
+from scorecards.files.models import CaseFsRequest  # noqa: E402, F401
+
 # The trace and screens of each attempt of a case (a package of their own).
 from scorecards.traces.models import (  # noqa: E402, F401
     CaseScreens,
@@ -321,6 +324,3 @@ from scorecards.traces.models import (  # noqa: E402, F401
     ScreenFrame,
     TraceEvent,
 )
-
-# A member's requests for a running case's files (the fs rendezvous).
-from scorecards.files.models import CaseFsRequest  # noqa: E402, F401
