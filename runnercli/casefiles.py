@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from runnercli.artifacts import media_type
-from runnercli.client import RunnerError
+from runnercli.client import RunnerError, ServerUnavailable
 from runnercli.client.files import answer_case_fs_request, poll_case_fs_requests
 from runnercli.confine import ConfineError, Listing, describe, list_dir, read_file
 from runnercli.jobrun import JobRun
@@ -31,8 +31,10 @@ from runnercli.upload import UploadRefused, upload
 
 # How long one poll stays parked (a fresh one follows at once).
 POLL_WAIT_MS = 25_000
-# A server that cannot be reached is asked again after this long.
+# A server that cannot be reached is asked again after this long; one that refuses the poll
+# (a server without the fs rendezvous) after much longer.
 RETRY_S = 1.0
+REFUSED_RETRY_S = 30.0
 # An answer is worth sending only while the page still waits for it.
 UPLOAD_PATIENCE_S = 25.0
 KEPT_HERE = "the member keeps this case's files on their machine (the runner runs with --no-files)"
@@ -88,8 +90,11 @@ class CaseFiles:
     async def _poll(self, fences: list[JobFence]) -> None:
         try:
             reply = await poll_case_fs_requests(self.session.client, fences, POLL_WAIT_MS)
-        except RunnerError:
+        except ServerUnavailable:
             await asyncio.sleep(RETRY_S)
+            return
+        except RunnerError:
+            await asyncio.sleep(REFUSED_RETRY_S)
             return
         for request in reply.requests:
             self._spawn(self.answer(request))

@@ -58,7 +58,9 @@ CASE = """
 """
 
 
-def fetch(base_url: str, endpoint: str, token: str, /, **query: str) -> tuple[int, dict[str, str], bytes]:
+def fetch(
+    base_url: str, endpoint: str, token: str, /, **query: str
+) -> tuple[int, dict[str, str], bytes]:
     url = f"{base_url}{endpoint}?{urllib.parse.urlencode(query)}"
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
     try:
