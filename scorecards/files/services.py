@@ -110,6 +110,9 @@ def fs_request_wait(*, request: CaseFsRequest, timeout_s: float | None = None) -
     while True:
         row = CaseFsRequest.objects.select_related("blob").filter(pk=request.pk).first()
         if row is not None and row.answered_at is not None:
+            # Read once: the row goes, and the content's blob, named by nothing else, is
+            # removed by `blobs_gc` a day later (the page has read it by then).
+            row.delete()
             return _answer(request, row)
         remaining = deadline - time.monotonic()
         if row is None or remaining <= 0:
