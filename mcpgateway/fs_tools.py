@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 from pydantic import Field
 
 from core.errors import Invalid
@@ -45,7 +46,8 @@ Fences = Annotated[list[JobFence], Field(max_length=4 * MAX_JOBS_PER_LEASE)]
 
 
 async def _wait_for_requests(runner: Runner, fences: list[tuple[int, int]], wait_ms: int) -> Any:
-    deadline = time.monotonic() + max(0, min(wait_ms, MAX_WAIT_MS)) / 1000
+    wait_ms = min(wait_ms, MAX_WAIT_MS, settings.EVERDICT_MAX_WAIT_MS)
+    deadline = time.monotonic() + max(0, wait_ms) / 1000
     wakeup.ensure_started()
     taking = database_sync_to_async(take, thread_sensitive=False)
     while True:

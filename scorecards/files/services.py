@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 # milliseconds), then less.
 _FIRST_READS_S = (0.002,) * 5 + (0.005,) * 10 + (0.01,) * 10 + (0.02,) * 10 + (0.05,) * 10
 _LATER_READ_S = 0.1
+# How often a waiting request checks that its lease still stands (a case that ended, or was
+# leased again elsewhere, answers nothing more).
+_LEASE_CHECK_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,7 @@ def fs_request_wait(*, request: CaseFsRequest, timeout_s: float | None = None) -
     """The runner's answer to `request`; NoAnswer (504) when none came in time."""
     deadline = time.monotonic() + (answer_timeout_s() if timeout_s is None else timeout_s)
     reads = iter(_FIRST_READS_S)
+    lease_checked = time.monotonic()
     while True:
         row = CaseFsRequest.objects.select_related("blob").filter(pk=request.pk).first()
         if row is not None and row.answered_at is not None:
@@ -117,12 +121,27 @@ def fs_request_wait(*, request: CaseFsRequest, timeout_s: float | None = None) -
         remaining = deadline - time.monotonic()
         if row is None or remaining <= 0:
             break
+        if time.monotonic() - lease_checked >= _LEASE_CHECK_S:
+            lease_checked = time.monotonic()
+            _still_leased(request)
         time.sleep(min(next(reads, _LATER_READ_S), remaining))
     CaseFsRequest.objects.filter(pk=request.pk, answered_at__isnull=True).delete()
     raise NoAnswer(
         f"The runner did not answer within {answer_timeout_s():g} s: it may be busy, asleep "
         "or offline. Try again."
     )
+
+
+def _still_leased(request: CaseFsRequest) -> None:
+    leased = RunnerJob.objects.filter(
+        pk=request.job_id, status=JobStatus.LEASED, lease_epoch=request.lease_epoch
+    ).exists()
+    if not leased:
+        CaseFsRequest.objects.filter(pk=request.pk, answered_at__isnull=True).delete()
+        raise Conflict(
+            "The case is not running any more: its files were not read (its artifacts are "
+            "on the case page)."
+        )
 
 
 def _answer(request: CaseFsRequest, row: CaseFsRequest) -> FsAnswer:

@@ -115,7 +115,7 @@ def test_a_running_cases_files_are_listed_and_read_through_rest_and_mcp(
     Membership.objects.create(workspace=workspace, user=viewer, role=Role.VIEWER)
     vera, outsider = api_key_create(user=viewer).key, api_key_create(user=charlie).key
     options = {"location": str(blob_dir), "allow_overwrite": True}
-    env = {"EVERDICT_BLOB_STORAGE_OPTIONS": json.dumps(options)}
+    env: dict[str, Any] = {"EVERDICT_BLOB_STORAGE_OPTIONS": json.dumps(options)}
 
     with daphne(tmp_path, **env) as server:
         paired, run = _pair_and_start(server, tmp_path, key, "waits")

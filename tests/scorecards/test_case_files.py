@@ -12,6 +12,7 @@ from core.errors import Conflict, Forbidden, Invalid, NoAnswer, NotFound
 from runnercli.protocol import BlobRef, FsEntry
 from runnercli.protocol.world import fs_error
 from runners import queue
+from runners.models import RunnerJob
 from scorecards.blobs import blob_store
 from scorecards.files import (
     fs_answer_get,
@@ -141,3 +142,13 @@ def test_a_runner_s_refusal_is_an_error_of_its_kind(
     assert reply(leased, taken.request_id, error=fs_error(reason, "no")).accepted
     with pytest.raises(error):
         _raise_refusal(fs_request_wait(request=request, timeout_s=1))
+
+
+def test_a_request_whose_case_ends_meanwhile_says_so_rather_than_waiting(
+    leased: dict[str, Any], alice: Any
+) -> None:
+    request = ask(alice, leased, "x")
+    RunnerJob.objects.filter(pk=leased["job_id"]).update(lease_epoch=leased["epoch"] + 1)
+    with pytest.raises(Conflict, match="not running any more"):
+        fs_request_wait(request=request, timeout_s=5)
+    assert not CaseFsRequest.objects.exists()
