@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.authentication import signed_in
+from core.schema import service_errors
 from scorecards.api.artifacts import blob_response
 from scorecards.files import fs_answer_get
 from scorecards.replies.files import CaseFiles
@@ -28,7 +29,15 @@ class CaseFilesView(APIView):
             OpenApiParameter("op", str, enum=["list", "read"], description="read (default)."),
             OpenApiParameter("repeat", int, description="Which repeat, when several run."),
         ],
-        responses={200: OpenApiTypes.ANY},
+        responses={
+            (200, "application/json"): CaseFiles,
+            (200, "application/octet-stream"): OpenApiTypes.BINARY,
+        },
+    )
+    @service_errors(
+        (403, "Error", "The runner refused the path (it leads out) or keeps the files."),
+        (409, "Error", "The case is not running."),
+        (504, "Error", "The runner did not answer in time."),
     )
     def get(self, request: Request, run_id: int) -> Any:
         params = request.query_params
@@ -44,6 +53,6 @@ class CaseFilesView(APIView):
             repeat=params.get("repeat"),
         )
         if answer.blob is None:
-            return Response(CaseFiles.of(answer).model_dump(mode="json"))
+            return Response(CaseFiles.of(answer).data())
         asynchronous = isinstance(request._request, ASGIRequest)
         return blob_response(answer.blob, answer.media_type, answer.path, asynchronous=asynchronous)
