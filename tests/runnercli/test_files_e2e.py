@@ -5,7 +5,8 @@ sibling directory whose name starts like its own, then waits. Meanwhile the case
 listed and read through `GET /api/runs/<id>/files` and the MCP tools, served by the runner's
 parked poll: text redacted with the member's patterns, what escapes the case directory
 refused, anyone outside the workspace told it does not exist. A lease the runner no longer
-holds is refused, and a runner that does not answer gives the page a 504.
+holds is refused, a runner that does not answer gives the page a 504, and (on PostgreSQL) a
+request to one replica wakes the poll parked on another.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
 
 from accounts.services import api_key_create
 from scorecards.models import CaseFsRequest, Membership, Role
@@ -264,10 +267,37 @@ def test_a_stale_lease_is_refused_and_no_answer_is_a_504(
 
 
 def call_in_background(base_url: str, key: str, path: str) -> Any:
-    from concurrent.futures import ThreadPoolExecutor
-
     def ask() -> tuple[int, bytes]:
         status, _, body = fetch(base_url, path, key, key="dir/c0")
         return status, body
 
     return ThreadPoolExecutor(max_workers=1).submit(ask)
+
+
+def test_a_request_to_one_replica_wakes_the_poll_parked_on_another(
+    alice: Any, workspace: Any, tmp_path: Path, blob_dir: Path
+) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("replicas wake each other through PostgreSQL's notifications")
+    key = _setup(alice, tmp_path, [sys.executable, "-c", "print('done')"], name="quick")
+    with daphne(tmp_path) as first, daphne(tmp_path) as second:
+        paired, run = _pair_and_start(first, tmp_path, key, "quick")
+        token, files = paired["token"], f"/api/runs/{run['id']}/files"
+        job = structured(call(first.url, token, "lease_job", {"protocol": 3}))["job"]
+        fence = {"job_id": job["job_id"], "lease_epoch": job["lease_epoch"]}
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            # Parked on the first replica for 20 s unless woken.
+            asked = {"job_ids": [fence], "wait_ms": 20_000}
+            polling = pool.submit(call, first.url, token, "poll_case_fs_requests", asked)
+            time.sleep(1)
+            started = time.monotonic()
+            page = pool.submit(fetch, second.url, files, key, key="dir/c0", path="out")
+            [request] = structured(polling.result(timeout=30))["requests"]
+            woken_after = time.monotonic() - started
+            entries = [{"path": "out/a.txt", "size": 1, "kind": "file", "mtime": 0.0}]
+            answer = {**fence, "request_id": request["request_id"], "entries": entries}
+            assert structured(call(first.url, token, "answer_case_fs_request", answer))["accepted"]
+            status, _, body = page.result(timeout=30)
+    assert woken_after < 5, woken_after
+    assert status == 200 and json.loads(body)["entries"] == entries
