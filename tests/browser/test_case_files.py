@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from accounts.services import api_key_create
 from scorecards.services import dataset_create, harness_create
 from tests.browser.test_run_page import CHROMIUM_ARGS, Console, log_in
 from tests.live import daphne, runner_cli
+from tests.mcpgateway.mcp_client import call, structured
 from tests.runnercli.test_e2e import Api
 from tests.runnercli.test_files_e2e import BINARY, CASE, PNG
 
@@ -114,4 +116,27 @@ def test_a_running_cases_files_tab_lists_opens_and_downloads(
     assert (download.suggested_filename, saved) == ("data.bin", BINARY)
     assert "leads out of the case directory" in refused, refused
     assert after == 0
+    assert not [e for e in console.errors if e.startswith("uncaught")], console.errors
+
+
+def test_a_runner_that_does_not_answer_is_said_so_on_the_files_tab(
+    waiting_case: str, browser: Any, tmp_path: Path
+) -> None:
+    console = Console()
+    with daphne(tmp_path, EVERDICT_FS_ANSWER_TIMEOUT_S="1") as server:
+        api = Api(server, waiting_case)
+        body = {"label": "asleep", "capabilities": ["python"]}
+        paired = api.ok("POST", "/api/runners", body)
+        run_id = api.start_run("waits", "one", f"self:{paired['id']}")
+        # Leased by a runner that then never polls for file requests (called from a thread
+        # of its own: the browser's event loop runs in this one).
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            leasing = pool.submit(call, server.url, paired["token"], "lease_job", {"protocol": 3})
+            assert structured(leasing.result(timeout=60))["job"]
+        page = console.watch(browser.new_page())
+        log_in(page, server.url)
+        page.goto(f"{server.url}/runs/{run_id}/cases/c0/")
+        page.click("[data-files-tab]")
+        said = page.wait_for_selector("[data-files-error]:not([hidden])").inner_text()
+    assert "The runner did not answer within 1 s" in said, said
     assert not [e for e in console.errors if e.startswith("uncaught")], console.errors
