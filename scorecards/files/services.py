@@ -72,11 +72,14 @@ def fs_path(path: str) -> str:
 
 def _leased_job(run: Run, key: str, repeat: str | int | None) -> RunnerJob:
     jobs = RunnerJob.objects.filter(run=run, case_key=key, status=JobStatus.LEASED)
-    if repeat not in (None, ""):
+    if repeat is not None and repeat != "":
         try:
-            jobs = jobs.filter(repeat=int(repeat))  # type: ignore[arg-type]
+            number = int(repeat)
         except ValueError:
             raise Invalid({"repeat": ["Must be an integer."]}) from None
+        if not 0 <= number < run.repeats:
+            raise Invalid({"repeat": [f"Must be between 0 and {run.repeats - 1}."]})
+        jobs = jobs.filter(repeat=number)
     job = jobs.select_related("leased_by").order_by("repeat").first()
     if job is None or job.leased_by is None:
         raise Conflict(

@@ -152,3 +152,13 @@ def test_a_request_whose_case_ends_meanwhile_says_so_rather_than_waiting(
     with pytest.raises(Conflict, match="not running any more"):
         fs_request_wait(request=request, timeout_s=5)
     assert not CaseFsRequest.objects.exists()
+
+
+@pytest.mark.parametrize("repeat", ["x", "-1", "1", str(2**40)])
+def test_a_repeat_the_run_does_not_have_is_refused(
+    leased: dict[str, Any], alice: Any, repeat: str
+) -> None:
+    with pytest.raises(Invalid):
+        fs_request_ask(
+            user=alice, run_id=leased["run"].pk, key="c0", op="list", path="", repeat=repeat
+        )
