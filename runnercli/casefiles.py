@@ -122,7 +122,13 @@ class CaseFiles:
                     await answer_case_fs_request(client, fence, request.request_id, entries=entries)
                     return
                 blob = await self._upload(fence, request.path, found)
-                await answer_case_fs_request(client, fence, request.request_id, blob=blob)
+                ack = await answer_case_fs_request(client, fence, request.request_id, blob=blob)
+                if ack.accepted:
+                    # The member sees on their terminal each file that left the machine.
+                    self.session.status.event(
+                        f"sent {request.path} ({blob.size} bytes) of {job_run.title} "
+                        "to a workspace page that asked for it"
+                    )
                 return
             except ConfineError as exc:
                 error = fs_error(exc.reason, str(exc))  # type: ignore[arg-type]

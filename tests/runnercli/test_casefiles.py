@@ -15,8 +15,9 @@ import pytest
 from runnercli.casefiles import CASE_OVER, KEPT_HERE, CaseFiles
 from runnercli.protocol import BlobHoldings, FsRequest
 from runnercli.redact import Redactor
+from runnercli.session import Session
 from tests.runnercli.conftest import make_job
-from tests.runnercli.fakes import FakeClient, fake_session, held
+from tests.runnercli.fakes import FakeClient, fake_session, held, said
 
 
 class FilesClient(FakeClient):
@@ -46,6 +47,13 @@ def case_dir(tmp_path: Path) -> Path:
 
 
 def answer(case_dir: Path | None, op: str, path: str, **options: Any) -> dict[str, Any]:
+    return answered(case_dir, op, path, **options)[0]
+
+
+def answered(
+    case_dir: Path | None, op: str, path: str, **options: Any
+) -> tuple[dict[str, Any], Session]:
+    """What the runner answered a request, and its session (what its terminal said)."""
     client = FilesClient()
     session = fake_session(client, redactor=Redactor(["sk-[0-9]+"]), **options)
     job_run = held(make_job(["a"]))
@@ -55,9 +63,9 @@ def answer(case_dir: Path | None, op: str, path: str, **options: Any) -> dict[st
         files.open(job_run, case_dir)
     request = FsRequest(request_id="7", job_id=job_run.job.job_id, op=op, path=path)  # type: ignore[arg-type]
     asyncio.run(files.answer(request))
-    [answered] = client.of("answer_case_fs_request")
-    assert answered["request_id"] == "7" and answered["lease_epoch"] == job_run.epoch
-    return answered
+    [sent] = client.of("answer_case_fs_request")
+    assert sent["request_id"] == "7" and sent["lease_epoch"] == job_run.epoch
+    return sent, session
 
 
 def test_a_directory_is_listed_and_a_read_of_one_answers_its_listing(case_dir: Path) -> None:
@@ -75,13 +83,14 @@ def test_a_directory_is_listed_and_a_read_of_one_answers_its_listing(case_dir: P
 
 
 def test_a_text_file_is_redacted_before_it_is_uploaded(case_dir: Path) -> None:
-    blob = answer(case_dir, "read", "notes.txt")["blob"]
+    reply, session = answered(case_dir, "read", "notes.txt")
     sent = b"key=[redacted] ok\n"
-    assert blob == {
+    assert reply["blob"] == {
         "sha256": hashlib.sha256(sent).hexdigest(),
         "size": len(sent),
         "media_type": "text/plain",
     }
+    assert said(session).count("sent notes.txt (18 bytes) of run ") == 1
     assert answer(case_dir, "read", "out/pic.png")["blob"]["media_type"] == "image/png"
 
 
