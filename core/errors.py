@@ -33,3 +33,9 @@ class Conflict(ServiceError):
 
 class QuotaExceeded(ServiceError):
     status = 429
+
+
+class NoAnswer(ServiceError):
+    """Someone else had to answer (a runner, for a running case's files) and did not in time."""
+
+    status = 504

@@ -256,6 +256,8 @@ EVERDICT_SHADOW_MAX_BYTES = _int("EVERDICT_SHADOW_MAX_BYTES", 1024 * 1024)
 # How often each process re-checks the queue for the owners of its parked long-polls even
 # without a wake-up: a lost notification costs at most this much latency, never a job.
 EVERDICT_WAKE_RECHECK_S = env.float("EVERDICT_WAKE_RECHECK_S", default=5.0)
+# How long a page waits for the runner to answer a request for a running case's files.
+EVERDICT_FS_ANSWER_TIMEOUT_S = env.float("EVERDICT_FS_ANSWER_TIMEOUT_S", default=30.0)
 EVERDICT_STATUS_TTL_S = _int("EVERDICT_STATUS_TTL_S", 120, minimum=1)
 # The case's world (protocol 3). Artifacts: per file and per case, at most the protocol's.
 EVERDICT_MAX_ARTIFACT_BYTES = _int(

@@ -19,6 +19,7 @@ from mcpgateway.auth import EverdictTokenVerifier
 from mcpgateway.blob_tools import BLOB_TOOLS
 from mcpgateway.calls import guarded
 from mcpgateway.case_trace_tools import CASE_TRACE_TOOLS
+from mcpgateway.fs_tools import FS_PERSONAL_TOOLS, FS_RUNNER_TOOLS
 from mcpgateway.personal_tools import PERSONAL_TOOLS
 from mcpgateway.run_tools import RUN_TOOLS
 from mcpgateway.runner_tools import RUNNER_TOOLS
@@ -77,11 +78,12 @@ def build_server() -> MCPServer:
                 *RUN_TOOLS,
                 *VERDICT_TOOLS,
                 *ARTIFACT_TOOLS,
+                *FS_PERSONAL_TOOLS,
                 *CASE_TRACE_TOOLS,
             ]
         ],
     )
-    for tool in [*RUNNER_TOOLS, *BLOB_TOOLS, *TRACE_TOOLS]:
+    for tool in [*RUNNER_TOOLS, *BLOB_TOOLS, *TRACE_TOOLS, *FS_RUNNER_TOOLS]:
         server.add_tool(guarded(tool))
     return server
 

@@ -7,5 +7,14 @@ a part of the loop); the server leases a job needing a feature only to a runner 
 from __future__ import annotations
 
 # `repo`, `artifacts`, `trace`, `screens`, `services`: the stages that do them; `judge`: the
-# pipeline of a judge job (`runnercli.case.judge`).
-RUNNER_FEATURES: tuple[str, ...] = ("artifacts", "judge", "repo", "screens", "services", "trace")
+# pipeline of a judge job (`runnercli.case.judge`); `files`: the fs rendezvous
+# (`runnercli.casefiles`, with the `Files` stage).
+RUNNER_FEATURES: tuple[str, ...] = (
+    "artifacts",
+    "files",
+    "judge",
+    "repo",
+    "screens",
+    "services",
+    "trace",
+)

@@ -4,7 +4,8 @@ The pipeline of a job (`runnercli.case.pipeline`): `Deliver` (first, so that ans
 the lease comes last), `Allow` (the member's consent), `Prepare`, `Repo` (a harness with a
 repo: the case runs in a worktree of the member's checkout), `Services` (a harness with
 services: its topology acquired, the case's own started), `Trace` and `Screens` (what the
-case does and shows, sent as it runs), `Execute`, `Collect`, `Redact` (when the member set
+case does and shows, sent as it runs), `Files` (its working directory read on request
+while it runs), `Execute`, `Collect`, `Redact` (when the member set
 `redact` patterns), `Artifacts` (the files the case left, uploaded before the result names
 them). A judge job's pipeline is shorter: `Deliver`, `Allow`, `Judge` (its own directory and
 the file of what it judges), `Execute`, `Collect`, `Redact`.
@@ -20,6 +21,7 @@ from runnercli.case.artifacts import Artifacts
 from runnercli.case.collect import Collect
 from runnercli.case.deliver import Deliver
 from runnercli.case.execute import Execute
+from runnercli.case.files import Files
 from runnercli.case.judge import BillingWarning, Judge
 from runnercli.case.pipeline import CaseContext, Pipeline, Stage
 from runnercli.case.prepare import Prepare
@@ -28,6 +30,7 @@ from runnercli.case.repo import Repo
 from runnercli.case.screens import Screens
 from runnercli.case.services import Services
 from runnercli.case.trace import Trace
+from runnercli.casefiles import CaseFiles
 from runnercli.caselog import CaseLog
 from runnercli.consent import Consent
 from runnercli.delivery import Delivery
@@ -54,8 +57,10 @@ class Jobs:
         pauses: Pauses,
         traces: TraceOutbox | None = None,
         services: RunnerServices | None = None,
+        files: CaseFiles | None = None,
     ) -> None:
         self.session = session
+        self.files = files
         self.traces = traces
         options = session.options
         self.services = services or RunnerServices(options, session.worktrees, session.status)
@@ -78,6 +83,8 @@ class Jobs:
             *([self._repo()] if spec.repo is not None else []),
             *([self._services()] if spec.services else []),
             *self._watched(),
+            # Last before the run: the working directory is the one the case runs in.
+            *([Files(self.files)] if self.files is not None else []),
             Execute(),
             Collect(session.tools),
             *([Redact(session.redactor)] if session.redactor else []),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runnercli.protocol import CaseJob, Lease
@@ -36,6 +37,9 @@ class JobRun:
     # One heartbeat of the job at a time: two crossing on a lapsed lease would race to take
     # it back, and the loser would read as a lease lost.
     beating: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # The case's working directory while its files may be read on request (the `Files`
+    # stage sets it, and clears it before the directory goes).
+    workdir: Path | None = None
 
     @property
     def title(self) -> str:

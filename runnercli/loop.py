@@ -18,6 +18,7 @@ import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from runnercli.casefiles import CaseFiles
 from runnercli.client import RevokedError, RunnerClient, ServerUnavailable, ToolCallError
 from runnercli.consent import Consent
 from runnercli.delivery import Delivery
@@ -58,6 +59,7 @@ class RunnerLoop:
         self.services = RunnerServices(options, session.worktrees, status)
         slots = Slots(options.slots)
         self.traces = TraceOutbox(session, options.spool_dir)
+        self.files = CaseFiles(session)
         jobs = Jobs(
             session,
             slots=slots,
@@ -67,6 +69,7 @@ class RunnerLoop:
             pauses=self.pauses,
             traces=self.traces,
             services=self.services,
+            files=self.files,
         )
         self.leaser = Leaser(
             session,
@@ -101,6 +104,7 @@ class RunnerLoop:
             await self.delivery.resend_spooled()
             leaser = asyncio.create_task(self.leaser.run())
             watcher = asyncio.create_task(self.heartbeats.sleep_watch.run(), name="sleep-watch")
+            files = asyncio.create_task(self.files.run(), name="case-files")
             fatal = asyncio.create_task(session.fatal_event.wait())
             await asyncio.wait([leaser, fatal], return_when=asyncio.FIRST_COMPLETED)
             # Either the leaser finished, or a fatal error came and it must go.
@@ -109,6 +113,7 @@ class RunnerLoop:
             await asyncio.gather(leaser, return_exceptions=True)
             fatal.cancel()
             watcher.cancel()
+            files.cancel()
         except RunnerExit as exc:
             session.fatal = exc
         finally:

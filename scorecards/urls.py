@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 from scorecards import views
-from scorecards.api import artifacts, catalog, results, runs, verdicts, workspaces
+from scorecards.api import artifacts, catalog, files, results, runs, verdicts, workspaces
 from scorecards.consumers import RunConsumer
 from scorecards.links import case_patterns
 from scorecards.traces import urls as traces_urls
@@ -59,6 +59,7 @@ api_urlpatterns = [
         name="api-run-results-jsonl",
     ),
     path("runs/<int:run_id>/artifacts", artifacts.ArtifactView.as_view(), name="api-artifact"),
+    path("runs/<int:run_id>/files", files.CaseFilesView.as_view(), name="api-case-files"),
     *case_patterns(results.CaseDetailView.as_view(), "api-case", slash=False),
     *traces_urls.api_urlpatterns,
 ]

@@ -216,3 +216,13 @@ def test_the_judging_benchmark_times_a_judged_verdict_beside_a_contains_case(
     assert row["value"].endswith(" ms median")
     assert "a contains case, lease → verdict" in row["baseline"]
     assert row["ratio"].endswith("x")
+
+
+@pytest.mark.timeout(180)
+def test_the_case_files_benchmark_times_file_requests_beside_a_hello(tmp_path: Path) -> None:
+    result = bench("case_files", ["--n", "10", "--requests", "5", "--client-procs", "1"], tmp_path)
+    [row] = result["rows"]
+    assert row["figure"] == "file request p50 / p99, 10 idle"
+    assert row["baseline"].startswith("hello p50 ")
+    assert "11 long-polls parked" in result["notes"][0]
+    assert "client errors none" in result["notes"][0]

@@ -6,7 +6,7 @@ holder may upload for a job, report its screen, or answer a request for its file
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, Field
 
@@ -95,3 +95,19 @@ class BlobRef(Received):
     sha256: Sha256
     size: int = Field(ge=0)
     media_type: MediaType = "application/octet-stream"
+
+
+# Why a runner did not answer a request with its files (the first word of `error`): the
+# server answers the page with the matching status.
+FsRefusal = Literal["refused", "not_found", "too_large", "not_a_file", "not_a_directory", "kept"]
+
+
+def fs_error(reason: FsRefusal, message: str) -> str:
+    """The `error` of an answer: `"<reason>: <message>"`."""
+    return f"{reason}: {message}"
+
+
+def fs_error_reason(error: str) -> str:
+    """The reason an `error` of an answer starts with (`""` when it names none)."""
+    head, _, _ = error.partition(":")
+    return head if head in get_args(FsRefusal) else ""

@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 
 from accounts.authentication import signed_in
 from scorecards.blobs.downloads import artifact_find, is_inline
-from scorecards.blobs.models import Artifact
+from scorecards.blobs.models import Artifact, Blob
 from scorecards.blobs.store import blob_open
 
 STREAM_CHUNK = 256 * 1024
@@ -32,18 +32,26 @@ async def _chunks(handle: IO[bytes]) -> AsyncIterator[bytes]:
 
 def artifact_response(artifact: Artifact, *, asynchronous: bool) -> FileResponse:
     """The artifact's bytes as a response; under ASGI an async stream, read off the loop."""
-    handle = blob_open(artifact.blob)
-    inline = is_inline(artifact.media_type)
+    return blob_response(
+        artifact.blob, artifact.media_type, artifact.path, asynchronous=asynchronous
+    )
+
+
+def blob_response(blob: Blob, media_type: str, path: str, *, asynchronous: bool) -> FileResponse:
+    """A blob's bytes served as the file `path`: text and images inline, anything else an
+    attachment, nothing sniffed, nothing run."""
+    handle = blob_open(blob)
+    inline = is_inline(media_type)
     response = FileResponse(
         handle,
         as_attachment=not inline,
-        filename=PurePosixPath(artifact.path).name,
-        content_type=artifact.media_type,
+        filename=PurePosixPath(path).name,
+        content_type=media_type,
     )
     if asynchronous:
         # Django reads a synchronous stream whole before sending it under ASGI.
         response.streaming_content = _chunks(handle)
-    response["Content-Length"] = str(artifact.size)
+    response["Content-Length"] = str(blob.size)
     response["X-Content-Type-Options"] = "nosniff"
     # Even a file shown inline runs nothing on this origin.
     response["Content-Security-Policy"] = "sandbox"

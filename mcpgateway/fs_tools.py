@@ -1,0 +1,127 @@
+"""The fs rendezvous over MCP (protocol 3): the runner's parked `poll_case_fs_requests` and
+its `answer_case_fs_request`, and the personal tools `list_case_files` / `read_case_file`
+that ask for a running case's files with the authorization of `get_case`.
+
+The poll parks on the same hub as `lease_job` (keyed by the runner's owner), so the request
+of a page wakes it in this process or, through PostgreSQL's notifications, on any replica.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from pydantic import Field
+
+from core.errors import Invalid
+from mcpgateway.artifact_tools import MAX_ARTIFACT_CONTENT_BYTES, RunId
+from mcpgateway.auth import current_principal
+from mcpgateway.calls import in_thread
+from runnercli.protocol import (
+    MAX_JOBS_PER_LEASE,
+    MAX_WAIT_MS,
+    Ack,
+    BlobRef,
+    FsEntries,
+    FsRequest,
+    FsRequests,
+    JobFence,
+)
+from runners import wakeup
+from runners.queue.longpoll import cancel_once
+from scorecards.blobs.store import blob_open
+from scorecards.files.services import fs_answer_get, fs_request_answer, fs_requests_give_back
+from scorecards.files.services import fs_requests_take as take
+from scorecards.replies.files import CaseFileContent, CaseFiles
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from runners.models import Runner
+
+Fences = Annotated[list[JobFence], Field(max_length=4 * MAX_JOBS_PER_LEASE)]
+
+
+async def _wait_for_requests(runner: Runner, fences: list[tuple[int, int]], wait_ms: int) -> Any:
+    wait_ms = min(wait_ms, MAX_WAIT_MS, settings.EVERDICT_MAX_WAIT_MS)
+    deadline = time.monotonic() + max(0, wait_ms) / 1000
+    wakeup.ensure_started()
+    taking = database_sync_to_async(take, thread_sensitive=False)
+    while True:
+        # Registered before the read: a request committed while it runs still wakes it.
+        with wakeup.hub.waiting(runner.owner_id) as waiter:
+            found = await taking(runner=runner, fences=fences)
+            remaining = deadline - time.monotonic()
+            if found or remaining <= 0 or not await waiter.wait(remaining):
+                return found
+
+
+async def _give_back(requests: list[FsRequest]) -> None:
+    await database_sync_to_async(fs_requests_give_back, thread_sensitive=False)(requests=requests)
+
+
+async def poll_case_fs_requests(job_ids: Fences, wait_ms: int = 0) -> FsRequests:
+    """Members' requests for the files of the running cases named (`{job_id, lease_epoch}`
+    each), waiting up to `wait_ms` for one; keep one such poll parked while any case runs."""
+    runner = current_principal().require_runner("poll_case_fs_requests")
+    fences = [(fence.job_id, fence.lease_epoch) for fence in job_ids]
+    found = await cancel_once(_wait_for_requests(runner, fences, wait_ms), undelivered=_give_back)
+    return FsRequests(requests=found)
+
+
+async def answer_case_fs_request(
+    job_id: int,
+    lease_epoch: int,
+    request_id: Annotated[str, Field(max_length=40)],
+    entries: FsEntries | None = None,
+    blob: BlobRef | None = None,
+    error: Annotated[str | None, Field(max_length=500)] = None,
+) -> Ack:
+    """Answer a request with a listing (`entries`), a file uploaded as a blob first
+    (`have_blobs`/`put_blob`, ≤ `max_artifact_bytes`), or why not (`error`)."""
+    runner = current_principal().require_runner("answer_case_fs_request")
+    return await in_thread(
+        fs_request_answer,
+        runner=runner,
+        job_id=job_id,
+        lease_epoch=lease_epoch,
+        request_id=request_id,
+        entries=entries,
+        blob=blob,
+        error=error,
+    )
+
+
+def _listing(user: User, run_id: int, key: str, path: str) -> CaseFiles:
+    return CaseFiles.of(fs_answer_get(user=user, run_id=run_id, key=key, op="list", path=path))
+
+
+def _file(user: User, run_id: int, key: str, path: str) -> CaseFileContent:
+    answer = fs_answer_get(user=user, run_id=run_id, key=key, op="read", path=path)
+    if answer.blob is None:
+        raise Invalid({"path": [f"{answer.path!r} is a directory: list it with list_case_files."]})
+    with blob_open(answer.blob) as handle:
+        head = bytes(handle.read(MAX_ARTIFACT_CONTENT_BYTES + 1))
+    truncated = len(head) > MAX_ARTIFACT_CONTENT_BYTES
+    return CaseFileContent.read(answer, head[:MAX_ARTIFACT_CONTENT_BYTES], truncated)
+
+
+async def list_case_files(run_id: RunId, key: str, path: str = "") -> CaseFiles:
+    """A directory of a running case's working directory (its top by default), as its runner
+    sees it now: each entry's path, size, kind and mtime."""
+    user = current_principal().require_user("list_case_files")
+    return await in_thread(_listing, user=user, run_id=run_id, key=key, path=path)
+
+
+async def read_case_file(run_id: RunId, key: str, path: str) -> CaseFileContent:
+    """A file of a running case, read by its runner now: text as text, anything else as
+    base64 — the first MiB of it (`truncated` says there is more, at `url`)."""
+    user = current_principal().require_user("read_case_file")
+    return await in_thread(_file, user=user, run_id=run_id, key=key, path=path)
+
+
+FS_RUNNER_TOOLS: list[Callable[..., Any]] = [poll_case_fs_requests, answer_case_fs_request]
+FS_PERSONAL_TOOLS: list[Callable[..., Any]] = [list_case_files, read_case_file]

@@ -1,0 +1,279 @@
+"""The fs rendezvous: a member asks for a running case's files, the runner holding its lease
+takes the request from its parked `poll_case_fs_requests` and answers it.
+
+A request is bound to the job's lease at the epoch it was asked under: asked only of a job
+leased now, handed only to that lease's holder, answered only by it. The page's side waits
+for the answer (`EVERDICT_FS_ANSWER_TIMEOUT_S`, 30 s) reading the row, so an answer given to
+any replica is seen by the one that waits.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from core.errors import Conflict, Forbidden, Invalid, NoAnswer, NotFound
+from runnercli.protocol import Ack, BlobRef, CasePathError, FsEntry, FsRequest, check_case_path
+from runnercli.protocol.world import fs_error_reason
+from runners.models import JobStatus, Runner, RunnerJob
+from runners.wakeup import notify_owners
+from scorecards.blobs.fence import lease_workspace
+from scorecards.blobs.models import Blob
+from scorecards.files.models import CaseFsRequest, FsOp
+from scorecards.selectors.runs import run_get
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from scorecards.models import Run
+
+# How often the waiting side reads the row: often at first (an answer usually comes within
+# milliseconds), then less.
+_FIRST_READS_S = (0.002,) * 5 + (0.005,) * 10 + (0.01,) * 10 + (0.02,) * 10 + (0.05,) * 10
+_LATER_READ_S = 0.1
+# How often a waiting request checks that its lease still stands (a case that ended, or was
+# leased again elsewhere, answers nothing more).
+_LEASE_CHECK_S = 1.0
+
+
+@dataclass(frozen=True)
+class FsAnswer:
+    """What the runner answered: a listing, a file's blob, or (in `error`) why not."""
+
+    run: Run
+    key: str
+    op: str
+    path: str
+    entries: list[dict[str, Any]] | None
+    blob: Blob | None
+    media_type: str
+    error: str
+
+
+def answer_timeout_s() -> float:
+    return max(0.05, float(settings.EVERDICT_FS_ANSWER_TIMEOUT_S))
+
+
+def fs_path(path: str) -> str:
+    """A requested path, normalised; Invalid (400) for NUL, `..`, absolute, a drive letter."""
+    try:
+        normal = check_case_path(path)
+    except CasePathError as exc:
+        raise Invalid({"path": [str(exc)]}) from exc
+    return normal
+
+
+def _leased_job(run: Run, key: str, repeat: str | int | None) -> RunnerJob:
+    jobs = RunnerJob.objects.filter(run=run, case_key=key, status=JobStatus.LEASED)
+    if repeat is not None and repeat != "":
+        try:
+            number = int(repeat)
+        except ValueError:
+            raise Invalid({"repeat": ["Must be an integer."]}) from None
+        if not 0 <= number < run.repeats:
+            raise Invalid({"repeat": [f"Must be between 0 and {run.repeats - 1}."]})
+        jobs = jobs.filter(repeat=number)
+    job = jobs.select_related("leased_by").order_by("repeat").first()
+    if job is None or job.leased_by is None:
+        raise Conflict(
+            f"Case {key!r} of run {run.pk} is not running: its files are read while it runs "
+            "(afterwards, its artifacts)."
+        )
+    return job
+
+
+def fs_request_ask(
+    *, user: User, run_id: int, key: str, op: str, path: str, repeat: str | int | None = None
+) -> CaseFsRequest:
+    """Queue a member's request (viewers included; NotFound for anyone else) for the runner
+    holding the running case's lease, and wake its parked poll wherever it is parked."""
+    run = run_get(user=user, run_id=run_id)
+    if op not in FsOp.values:
+        raise Invalid({"op": [f"Must be one of {', '.join(FsOp.values)}."]})
+    normal = fs_path(path)
+    job = _leased_job(run, key, repeat)
+    assert job.leased_by is not None
+    with transaction.atomic():
+        request = CaseFsRequest.objects.create(
+            job=job, lease_epoch=job.lease_epoch, op=op, path=normal
+        )
+        notify_owners([job.leased_by.owner_id])
+    request.job.run = run
+    return request
+
+
+def fs_request_wait(*, request: CaseFsRequest, timeout_s: float | None = None) -> FsAnswer:
+    """The runner's answer to `request`; NoAnswer (504) when none came in time."""
+    deadline = time.monotonic() + (answer_timeout_s() if timeout_s is None else timeout_s)
+    reads = iter(_FIRST_READS_S)
+    lease_checked = time.monotonic()
+    while True:
+        row = CaseFsRequest.objects.select_related("blob").filter(pk=request.pk).first()
+        if row is not None and row.answered_at is not None:
+            # Read once: the row goes, and the content's blob, named by nothing else, is
+            # removed by `blobs_gc` a day later (the page has read it by then).
+            row.delete()
+            return _answer(request, row)
+        remaining = deadline - time.monotonic()
+        if row is None or remaining <= 0:
+            break
+        if time.monotonic() - lease_checked >= _LEASE_CHECK_S:
+            lease_checked = time.monotonic()
+            _still_leased(request)
+        time.sleep(min(next(reads, _LATER_READ_S), remaining))
+    CaseFsRequest.objects.filter(pk=request.pk, answered_at__isnull=True).delete()
+    raise NoAnswer(
+        f"The runner did not answer within {answer_timeout_s():g} s: it may be busy, asleep "
+        "or offline. Try again."
+    )
+
+
+def _still_leased(request: CaseFsRequest) -> None:
+    leased = RunnerJob.objects.filter(
+        pk=request.job_id, status=JobStatus.LEASED, lease_epoch=request.lease_epoch
+    ).exists()
+    if not leased:
+        CaseFsRequest.objects.filter(pk=request.pk, answered_at__isnull=True).delete()
+        raise Conflict(
+            "The case is not running any more: its files were not read (its artifacts are "
+            "on the case page)."
+        )
+
+
+def _answer(request: CaseFsRequest, row: CaseFsRequest) -> FsAnswer:
+    job = request.job
+    return FsAnswer(
+        run=job.run,
+        key=job.case_key,
+        op=row.op,
+        path=row.path,
+        entries=row.entries,
+        blob=row.blob,
+        media_type=row.media_type or "application/octet-stream",
+        error=row.error,
+    )
+
+
+def _open_for(runner: Runner, fences: Sequence[tuple[int, int]]) -> Any:
+    cutoff = timezone.now() - timedelta(seconds=answer_timeout_s())
+    pairs = {job_id: epoch for job_id, epoch in fences}
+    held = RunnerJob.objects.filter(
+        pk__in=list(pairs), status=JobStatus.LEASED, leased_by=runner
+    ).values_list("pk", "lease_epoch")
+    live = [pk for pk, epoch in held if pairs.get(pk) == epoch]
+    return CaseFsRequest.objects.filter(
+        job_id__in=live, answered_at__isnull=True, taken_at__isnull=True, created_at__gte=cutoff
+    )
+
+
+def fs_requests_take(*, runner: Runner, fences: Sequence[tuple[int, int]]) -> list[FsRequest]:
+    """The open requests for the jobs this runner holds at these epochs, marked as taken."""
+    if not fences:
+        return []
+    wanted = set(fences)
+    stamp = timezone.now()
+    with transaction.atomic():
+        ids = [
+            pk
+            for pk, job_id, epoch in _open_for(runner, fences)
+            .order_by("pk")
+            .values_list("pk", "job_id", "lease_epoch")[:100]
+            if (job_id, epoch) in wanted
+        ]
+        # Taken once: two polls of one runner (the old one still parked while a fresh one
+        # takes over) never both answer a request.
+        CaseFsRequest.objects.filter(pk__in=ids, taken_at__isnull=True).update(taken_at=stamp)
+        rows = list(CaseFsRequest.objects.filter(pk__in=ids, taken_at=stamp).order_by("pk"))
+    return [
+        FsRequest(request_id=str(row.pk), job_id=row.job_id, op=row.op, path=row.path)  # type: ignore[arg-type]
+        for row in rows
+    ]
+
+
+def fs_requests_give_back(*, requests: Sequence[FsRequest]) -> None:
+    """Requests taken by a poll whose caller had gone: open again for its next poll."""
+    with transaction.atomic():
+        CaseFsRequest.objects.filter(
+            pk__in=[int(r.request_id) for r in requests], answered_at__isnull=True
+        ).update(taken_at=None)
+
+
+def _request_id(request_id: str) -> int | None:
+    try:
+        return int(request_id)
+    except ValueError:
+        return None
+
+
+def fs_request_answer(
+    *,
+    runner: Runner,
+    job_id: int,
+    lease_epoch: int,
+    request_id: str,
+    entries: Sequence[FsEntry] | None = None,
+    blob: BlobRef | None = None,
+    error: str | None = None,
+) -> Ack:
+    """The runner's answer: accepted only from the lease's current holder, for a request of
+    that lease still open, naming a blob of the job's workspace within the artifact limit."""
+    if sum(x is not None for x in (entries, blob, error)) != 1:
+        return Ack(accepted=False, reason="answer with exactly one of entries, blob or error")
+    workspace_id, why = lease_workspace(
+        runner=runner, job_id=job_id, lease_epoch=lease_epoch, call="answer_case_fs_request"
+    )
+    if workspace_id is None:
+        return Ack(accepted=False, reason=why)
+    held = None
+    if blob is not None:
+        if blob.size > settings.EVERDICT_MAX_ARTIFACT_BYTES:
+            return Ack(accepted=False, reason="the file is over max_artifact_bytes")
+        held = Blob.objects.filter(workspace_id=workspace_id, sha256=blob.sha256).first()
+        if held is None or held.size != blob.size:
+            return Ack(accepted=False, reason=f"blob {blob.sha256} was not uploaded")
+    pk = _request_id(request_id)
+    if pk is None:
+        return Ack(accepted=False, reason=f"no open request {request_id} for this lease")
+    with transaction.atomic():
+        updated = CaseFsRequest.objects.filter(
+            pk=pk, job_id=job_id, lease_epoch=lease_epoch, answered_at__isnull=True
+        ).update(
+            answered_at=timezone.now(),
+            entries=[e.model_dump() for e in entries] if entries is not None else None,
+            blob=held,
+            media_type=blob.media_type if blob is not None else "",
+            error=(error or "")[:500],
+        )
+    if not updated:
+        return Ack(accepted=False, reason=f"no open request {request_id} for this lease")
+    return Ack(accepted=True)
+
+
+def _raise_refusal(answer: FsAnswer) -> None:
+    reason, message = fs_error_reason(answer.error), answer.error
+    if reason == "not_found":
+        raise NotFound(message)
+    if reason in ("refused", "kept"):
+        raise Forbidden(message)
+    raise Invalid({"path": [message]})
+
+
+def fs_answer_get(
+    *, user: User, run_id: int, key: str, op: str, path: str, repeat: str | int | None = None
+) -> FsAnswer:
+    """Ask the runner for a running case's listing (`list`) or file (`read`) and wait for
+    its answer: what the page, `GET /api/runs/<id>/files` and the MCP tools call (a `read`
+    of a directory is answered with its listing). A refusal
+    of the runner is an error of its kind (404, 403, 400); no answer in time a 504."""
+    request = fs_request_ask(user=user, run_id=run_id, key=key, op=op, path=path, repeat=repeat)
+    answer = fs_request_wait(request=request)
+    if answer.error:
+        _raise_refusal(answer)
+    return answer
