@@ -26,11 +26,12 @@ from runnercli.exits import (
     EXIT_REVOKED,
     EXIT_UPDATE_REQUIRED,
     REVOKED_MESSAGE,
-    UPGRADE_MESSAGE,
+    upgrade_message,
     RunnerExit,
 )
 from runnercli.heartbeats import Heartbeats
 from runnercli.job import Jobs
+from runnercli.laptop import Laptop
 from runnercli.leaser import Leaser
 from runnercli.options import RunOptions
 from runnercli.protocol import MAX_STATUS_CHARS, PROTOCOL_VERSION
@@ -57,6 +58,7 @@ class RunnerLoop:
         self.pauses = Pauses(session, self.delivery)
         self.services = RunnerServices(options, session.worktrees, status)
         slots = Slots(options.slots)
+        self.laptop = Laptop(session)
         self.traces = TraceOutbox(session, options.spool_dir)
         jobs = Jobs(
             session,
@@ -75,13 +77,15 @@ class RunnerLoop:
             heartbeats=self.heartbeats,
             pauses=self.pauses,
             delivery=self.delivery,
+            laptop=self.laptop,
         )
 
     def status_text(self) -> str:
         """The short status sent with lease and heartbeat, and shown on the status line."""
         if waiting := self.consent.waiting_on():
             return shorten(f"waiting for consent on {waiting}", MAX_STATUS_CHARS)
-        return self.session.words(paused=self.pauses.text())
+        paused = "; ".join(filter(None, [self.laptop.paused(), self.pauses.text()]))
+        return self.session.words(paused=paused)
 
     def request_stop(self) -> None:
         """First call: take no new job, finish the running ones. Second: requeue them, leave."""
@@ -101,6 +105,7 @@ class RunnerLoop:
             await self.delivery.resend_spooled()
             leaser = asyncio.create_task(self.leaser.run())
             watcher = asyncio.create_task(self.heartbeats.sleep_watch.run(), name="sleep-watch")
+            laptop = asyncio.create_task(self.laptop.run(), name="laptop")
             fatal = asyncio.create_task(session.fatal_event.wait())
             await asyncio.wait([leaser, fatal], return_when=asyncio.FIRST_COMPLETED)
             # Either the leaser finished, or a fatal error came and it must go.
@@ -109,6 +114,8 @@ class RunnerLoop:
             await asyncio.gather(leaser, return_exceptions=True)
             fatal.cancel()
             watcher.cancel()
+            laptop.cancel()
+            await asyncio.gather(laptop, return_exceptions=True)
         except RunnerExit as exc:
             session.fatal = exc
         finally:
@@ -154,8 +161,9 @@ class RunnerLoop:
             session.backoff.reset()
             if hello.update_required:
                 raise RunnerExit(
-                    EXIT_UPDATE_REQUIRED, UPGRADE_MESSAGE.format(protocol=PROTOCOL_VERSION)
+                    EXIT_UPDATE_REQUIRED, upgrade_message(PROTOCOL_VERSION)
                 )
+            self.laptop.greeted(hello.latest_runner_version)
             if options.consent.allow_any:
                 session.status.event(
                     "⚠ --allow-any: this runner runs any harness the server sends, as you, "

@@ -73,6 +73,11 @@ class RunOptions:
     no_files: bool = False
     no_screens: bool = False
     no_trace: bool = False
+    # The laptop (`runnercli.laptop`): no sleep inhibitor with `--allow-sleep`; on battery,
+    # "pause" (lease nothing) or "run" (`--on-battery`); the runner's report for `status`.
+    allow_sleep: bool = False
+    on_battery: str = "pause"
+    state_file: Path | None = None
 
     @property
     def withheld(self) -> frozenset[str]:

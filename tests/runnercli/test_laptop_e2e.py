@@ -1,0 +1,232 @@
+"""End to end, the runner on a laptop: daphne, the scheduler and `python -m runnercli`.
+
+Awake while it works (observed through the runner's own report, `status`: these machines
+have no system bus, so a stand-in `systemd-inhibit` holds the "lock"), paused on battery (a
+faked power-supply directory), drained by `drain`, a status on the roster that is current,
+updates that say how.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from accounts.services import api_key_create
+from runnercli.capacity import MAX_CONCURRENT_TYPE, auto_concurrency
+from runnercli.cli import cli
+from runnercli.protocol import PROTOCOL_VERSION
+from runnercli.updates import update_command
+from tests.live import daphne, runner_cli
+from tests.runnercli.test_e2e import (  # noqa: F401 (api: the fixture)
+    Api,
+    api,
+    dataset,
+    harness,
+    start_runner,
+    wait_file,
+    wait_output,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+# The case waits for a file the test writes: it runs exactly as long as the test needs.
+WAIT_FOR = """
+    import os, sys, time
+    started, release = sys.argv[1], sys.argv[2]
+    open(started + "." + str(os.getpid()), "w").close()
+    while not os.path.exists(release):
+        time.sleep(0.05)
+    print("ok")
+"""
+
+
+def fake_inhibitor(tmp_path: Path) -> str:
+    """A `systemd-inhibit` that holds nothing but lives as long as its command (`cat`)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "systemd-inhibit"
+    script.write_text('#!/bin/sh\nfor last; do :; done\nexec "$last"\n')
+    script.chmod(0o755)
+    return f"{bin_dir}:/usr/bin:/bin"
+
+
+def power_supply(root: Path, *, on_ac: bool) -> Path:
+    """A /sys/class/power_supply with a battery and a mains adapter."""
+    (root / "BAT0").mkdir(parents=True, exist_ok=True)
+    (root / "AC").mkdir(exist_ok=True)
+    (root / "BAT0" / "type").write_text("Battery\n")
+    (root / "BAT0" / "capacity").write_text("80\n")
+    (root / "BAT0" / "status").write_text("Charging\n" if on_ac else "Discharging\n")
+    (root / "AC" / "type").write_text("Mains\n")
+    (root / "AC" / "online").write_text("1\n" if on_ac else "0\n")
+    return root
+
+
+def started_cases(tmp_path: Path) -> list[Path]:
+    return sorted(tmp_path.glob("started.*"))
+
+
+def wait_for(what: Any, timeout: float = 20, step: float = 0.1) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := what():
+            return found
+        time.sleep(step)
+    raise AssertionError(f"not within {timeout}s: {what}")
+
+
+def runner_status(tmp_path: Path, name: str) -> str:
+    proc = runner_cli(tmp_path, ["status"], name=name)
+    proc.popen.wait(30)
+    return proc.output()
+
+
+def roster_status(api: Api, runner_id: int) -> str:
+    runners = api.ok("GET", "/api/runners")
+    return next(r["status"] for r in runners if r["id"] == runner_id)
+
+
+def test_a_running_case_holds_the_inhibitor_and_the_roster_says_idle_within_5s_after(
+    api: Api, alice: Any, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    harness(alice, tmp_path, "wait", WAIT_FOR, [str(tmp_path / "started"), str(release)])
+    dataset(alice, "one", [{"key": "w", "input": {}, "expected": "ok"}])
+    runner_id = api.pair(tmp_path, "laptop", "laptop")
+    env = {
+        "PATH": fake_inhibitor(tmp_path),
+        "EVERDICT_POWER_SUPPLY_DIR": power_supply(tmp_path / "power", on_ac=True),
+    }
+    runner = runner_cli(tmp_path, ["run", "--wait-ms", "20000"], name="laptop", **env)
+    try:
+        wait_output(runner, "connected to")
+        assert "awake:    released" in runner_status(tmp_path, "laptop")
+        run_id = api.start_run("wait", "one", f"self:{runner_id}")
+        wait_for(lambda: started_cases(tmp_path))
+        wait_for(lambda: "awake:    held" in runner_status(tmp_path, "laptop"), step=0.3)
+        assert "running 1 job" in roster_status(api, runner_id)
+        release.write_text("")
+        api.wait_run(run_id)
+        finished = time.monotonic()
+        # The lease parked with "running 1 job" is not what the roster keeps.
+        wait_for(lambda: roster_status(api, runner_id) == "idle", timeout=5, step=0.2)
+        assert time.monotonic() - finished < 5
+        report = wait_for(
+            lambda: (out := runner_status(tmp_path, "laptop")) and "awake:    released" in out
+        )
+        assert report
+    finally:
+        assert runner.stop(signal.SIGTERM) == 0, runner.output()
+
+
+def test_on_battery_nothing_is_leased_the_roster_says_why_and_on_ac_it_leases_again(
+    api: Api, alice: Any, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    release.write_text("")
+    harness(alice, tmp_path, "wait", WAIT_FOR, [str(tmp_path / "started"), str(release)])
+    dataset(alice, "one", [{"key": "w", "input": {}, "expected": "ok"}])
+    runner_id = api.pair(tmp_path, "laptop", "laptop")
+    power = power_supply(tmp_path / "power", on_ac=False)
+    runner = runner_cli(
+        tmp_path,
+        ["run", "--wait-ms", "1000", "--allow-sleep"],
+        name="laptop",
+        EVERDICT_POWER_SUPPLY_DIR=power,
+        EVERDICT_POWER_POLL_S="0.5",
+    )
+    try:
+        wait_output(runner, "connected to")
+        run_id = api.start_run("wait", "one", f"self:{runner_id}")
+        wait_for(lambda: roster_status(api, runner_id) == "paused: on battery", timeout=10)
+        assert "paused:   on battery" in runner_status(tmp_path, "laptop")
+        time.sleep(2)
+        assert not started_cases(tmp_path)
+        assert api.ok("GET", f"/api/runs/{run_id}")["status"] != "succeeded"
+        power_supply(power, on_ac=True)
+        run = api.wait_run(run_id, timeout=30)
+        assert run["status"] == "succeeded", run
+    finally:
+        assert runner.stop(signal.SIGTERM) == 0, runner.output()
+    assert "on battery (battery 80%): finishing what this runner holds" in runner.output()
+    assert "on AC (AC): leasing again" in runner.output()
+
+
+def test_drain_during_two_running_cases_delivers_both_leases_nothing_and_exits_0(
+    api: Api, alice: Any, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    harness(
+        alice,
+        tmp_path,
+        "wait",
+        WAIT_FOR,
+        [str(tmp_path / "started"), str(release)],
+        grader={"type": "exit_code"},
+    )
+    dataset(alice, "three", [{"key": f"w{i}", "input": {}, "expected": 0} for i in range(3)])
+    runner_id = api.pair(tmp_path, "laptop", "laptop")
+    runner = start_runner(tmp_path, "laptop", "--max-concurrent", "2", "--allow-sleep")
+    try:
+        run_id = api.start_run("wait", "three", f"self:{runner_id}", concurrency=3)
+        wait_for(lambda: len(started_cases(tmp_path)) == 2)
+        drain = runner_cli(tmp_path, ["drain"], name="laptop")
+        assert drain.popen.wait(30) == 0, drain.output()
+        assert "asked the runner" in drain.output()
+        wait_output(runner, "stopping: finishing 2 running case(s)")
+        release.write_text("")
+        assert runner.popen.wait(30) == 0, runner.output()
+    finally:
+        runner.stop(signal.SIGKILL)
+    assert len(started_cases(tmp_path)) == 2
+    run = api.ok("GET", f"/api/runs/{run_id}")
+    assert sorted(r["verdict"] for r in run["results"]) == ["pass", "pass"], run
+    assert not (tmp_path / "laptop.pid").exists()
+
+
+def test_a_second_runner_on_the_same_config_is_refused(
+    api: Api, alice: Any, tmp_path: Path
+) -> None:
+    api.pair(tmp_path, "laptop", "laptop")
+    first = start_runner(tmp_path, "laptop")
+    try:
+        wait_output(first, "connected to")
+        pid = json.loads(wait_file(tmp_path / "laptop.pid"))["pid"]
+        second = start_runner(tmp_path, "laptop")
+        assert second.popen.wait(30) == 1
+        assert f"a runner (pid {pid}) already runs with this config" in second.output()
+    finally:
+        assert first.stop(signal.SIGTERM) == 0, first.output()
+
+
+def test_an_outdated_runner_exits_4_with_the_update_command_and_doctor_names_a_newer_one(
+    workspace: Any, alice: Any, tmp_path: Path
+) -> None:
+    with daphne(tmp_path, EVERDICT_MIN_RUNNER_PROTOCOL=PROTOCOL_VERSION + 1) as server:
+        api = Api(server, api_key_create(user=alice, name="e2e").key)
+        paired = api.ok("POST", "/api/runners", {"label": "old", "capabilities": ["python"]})
+        args = ["--server", server.url, "--token", paired["token"]]
+        runner = runner_cli(tmp_path, ["run", *args], name="old")
+        assert runner.popen.wait(30) == 4
+        assert f"upgrade it with `{update_command()}`" in runner.output()
+    with daphne(tmp_path, EVERDICT_RUNNER_LATEST="999.0") as server:
+        args[1] = server.url
+        doctor = runner_cli(tmp_path, ["doctor", *args], name="doctor")
+        assert doctor.popen.wait(30) == 0, doctor.output()
+        assert f"everdict 999.0 is available (this is " in doctor.output()
+        assert update_command() in doctor.output()
+
+
+def test_max_concurrent_auto_is_half_the_cores_and_a_bad_value_is_a_clear_error() -> None:
+    assert auto_concurrency(cores=2) == 1
+    assert auto_concurrency(cores=1) == 1
+    assert MAX_CONCURRENT_TYPE.convert("auto", None, None) == auto_concurrency()
+    bad = CliRunner().invoke(cli, ["run", "--max-concurrent", "lots"])
+    assert bad.exit_code == 2
+    assert "'lots' is neither a number nor 'auto'" in bad.output
