@@ -58,7 +58,7 @@ class Laptop:
     # ---- the battery pause
 
     def reason(self) -> str | None:
-        """"on battery" while the policy keeps this runner from leasing, else None."""
+        """ "on battery" while the policy keeps this runner from leasing, else None."""
         return pause_reason(self.policy, self.power.current) if self.power.current else None
 
     def paused(self) -> str:
@@ -141,7 +141,7 @@ class Laptop:
 
     async def _send_status(self) -> None:
         text = self.session.status_text()
-        if text == self._sent or self.session.stop.is_set() and not self.session.running:
+        if text == self._sent or (self.session.stop.is_set() and not self.session.running):
             return
         self._sent = text
         with contextlib.suppress(RunnerError):  # the next call says what is wrong

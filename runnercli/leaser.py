@@ -19,8 +19,8 @@ from runnercli.exits import (
     EXIT_REVOKED,
     EXIT_UPDATE_REQUIRED,
     REVOKED_MESSAGE,
-    upgrade_message,
     RunnerExit,
+    upgrade_message,
 )
 from runnercli.heartbeats import Heartbeats
 from runnercli.job import Jobs
@@ -149,9 +149,7 @@ class Leaser:
             return LeaseBatch()
         session.backoff.reset()
         if reply.update_required:
-            raise RunnerExit(
-                EXIT_UPDATE_REQUIRED, upgrade_message(PROTOCOL_VERSION)
-            )
+            raise RunnerExit(EXIT_UPDATE_REQUIRED, upgrade_message(PROTOCOL_VERSION))
         session.show()
         return reply
 

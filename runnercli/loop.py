@@ -26,8 +26,8 @@ from runnercli.exits import (
     EXIT_REVOKED,
     EXIT_UPDATE_REQUIRED,
     REVOKED_MESSAGE,
-    upgrade_message,
     RunnerExit,
+    upgrade_message,
 )
 from runnercli.heartbeats import Heartbeats
 from runnercli.job import Jobs
@@ -160,9 +160,7 @@ class RunnerLoop:
                 ) from exc
             session.backoff.reset()
             if hello.update_required:
-                raise RunnerExit(
-                    EXIT_UPDATE_REQUIRED, upgrade_message(PROTOCOL_VERSION)
-                )
+                raise RunnerExit(EXIT_UPDATE_REQUIRED, upgrade_message(PROTOCOL_VERSION))
             self.laptop.greeted(hello.latest_runner_version)
             if options.consent.allow_any:
                 session.status.event(

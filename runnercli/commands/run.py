@@ -9,6 +9,7 @@ import sys
 
 import click
 
+from runnercli.capacity import MAX_CONCURRENT_TYPE
 from runnercli.case.process import watch_children_by_pidfd
 from runnercli.client import RunnerClient
 from runnercli.commands.common import (
@@ -33,7 +34,6 @@ from runnercli.config import (
     merge_capabilities,
     trust_path,
 )
-from runnercli.capacity import MAX_CONCURRENT_TYPE
 from runnercli.loop import RunnerLoop, stopping_on_signals
 from runnercli.options import (
     CONSENT_TIMEOUT_S,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,10 @@ from runnercli.capacity import MAX_CONCURRENT_TYPE, auto_concurrency
 from runnercli.cli import cli
 from runnercli.protocol import PROTOCOL_VERSION
 from runnercli.updates import update_command
-from tests.live import daphne, runner_cli
-from tests.runnercli.test_e2e import (  # noqa: F401 (api: the fixture)
+from tests.live import daphne, runner_cli, scheduler
+from tests.runnercli.test_e2e import (
+    LEASE_TTL_S,
     Api,
-    api,
     dataset,
     harness,
     start_runner,
@@ -34,6 +35,14 @@ from tests.runnercli.test_e2e import (  # noqa: F401 (api: the fixture)
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def api(workspace: Any, alice: Any, tmp_path: Path) -> Iterator[Api]:
+    env = {"EVERDICT_LEASE_TTL_S": LEASE_TTL_S, "EVERDICT_QUEUE_IDLE_TIMEOUT_S": 120}
+    with daphne(tmp_path, **env) as server, scheduler(tmp_path, **env):
+        yield Api(server, api_key_create(user=alice, name="e2e").key)
+
 
 # The case waits for a file the test writes: it runs exactly as long as the test needs.
 WAIT_FOR = """
@@ -81,8 +90,15 @@ def wait_for(what: Any, timeout: float = 20, step: float = 0.1) -> Any:
     raise AssertionError(f"not within {timeout}s: {what}")
 
 
+def beside(tmp_path: Path, name: str, args: list[str]) -> Any:
+    """A command on the config of runner `name`, with a log of its own."""
+    config = str(tmp_path / f"{name}.json")
+    log = f"{args[0]}-{time.monotonic_ns()}"
+    return runner_cli(tmp_path, args, name=log, EVERDICT_RUNNER_CONFIG=config)
+
+
 def runner_status(tmp_path: Path, name: str) -> str:
-    proc = runner_cli(tmp_path, ["status"], name=name)
+    proc = beside(tmp_path, name, ["status"])
     proc.popen.wait(30)
     return proc.output()
 
@@ -99,11 +115,13 @@ def test_a_running_case_holds_the_inhibitor_and_the_roster_says_idle_within_5s_a
     harness(alice, tmp_path, "wait", WAIT_FOR, [str(tmp_path / "started"), str(release)])
     dataset(alice, "one", [{"key": "w", "input": {}, "expected": "ok"}])
     runner_id = api.pair(tmp_path, "laptop", "laptop")
-    env = {
-        "PATH": fake_inhibitor(tmp_path),
-        "EVERDICT_POWER_SUPPLY_DIR": power_supply(tmp_path / "power", on_ac=True),
-    }
-    runner = runner_cli(tmp_path, ["run", "--wait-ms", "20000"], name="laptop", **env)
+    runner = runner_cli(
+        tmp_path,
+        ["run", "--wait-ms", "20000"],
+        name="laptop",
+        PATH=fake_inhibitor(tmp_path),
+        EVERDICT_POWER_SUPPLY_DIR=power_supply(tmp_path / "power", on_ac=True),
+    )
     try:
         wait_output(runner, "connected to")
         assert "awake:    released" in runner_status(tmp_path, "laptop")
@@ -176,7 +194,7 @@ def test_drain_during_two_running_cases_delivers_both_leases_nothing_and_exits_0
     try:
         run_id = api.start_run("wait", "three", f"self:{runner_id}", concurrency=3)
         wait_for(lambda: len(started_cases(tmp_path)) == 2)
-        drain = runner_cli(tmp_path, ["drain"], name="laptop")
+        drain = beside(tmp_path, "laptop", ["drain"])
         assert drain.popen.wait(30) == 0, drain.output()
         assert "asked the runner" in drain.output()
         wait_output(runner, "stopping: finishing 2 running case(s)")
@@ -219,7 +237,7 @@ def test_an_outdated_runner_exits_4_with_the_update_command_and_doctor_names_a_n
         args[1] = server.url
         doctor = runner_cli(tmp_path, ["doctor", *args], name="doctor")
         assert doctor.popen.wait(30) == 0, doctor.output()
-        assert f"everdict 999.0 is available (this is " in doctor.output()
+        assert "everdict 999.0 is available (this is " in doctor.output()
         assert update_command() in doctor.output()
 
 
