@@ -24,6 +24,7 @@ for command in (
     check.status,
     check.doctor,
     trust.allow,
+    trust.pending_command,
     trust.trust,
     repo.repo,
     services.services,

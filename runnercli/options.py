@@ -26,6 +26,8 @@ class ConsentSettings:
     allow_any: bool = False
     refused_env: list[str] = field(default_factory=list)
     ask: bool = False
+    # Without a terminal: questions wait here for `python -m runnercli allow --pending N`.
+    pending_dir: Path | None = None
     timeout_s: float = CONSENT_TIMEOUT_S
     # What the member keeps on this machine for the session (`--no-files`…: "files",
     # "screens", "trace"), and how many `redact` patterns apply to what leaves it: both shown

@@ -42,6 +42,7 @@ from runnercli.options import (
     RunOptions,
     ServiceSettings,
 )
+from runnercli.pending import pending_dir
 from runnercli.pidfile import AlreadyRunning, Pidfile, pidfile_path
 from runnercli.power import OnBattery
 from runnercli.protocol import MAX_WAIT_MS, repo_capability
@@ -125,7 +126,8 @@ from runnercli.trust import Entry, TrustError, parse_entries, server_key
     "--service",
     "as_service",
     is_flag=True,
-    help="Run as the login service (`service install` sets it): never asks on a terminal.",
+    help="Run as the login service (`service install` sets it): questions wait for "
+    "`python -m runnercli allow --pending N` instead of a terminal.",
 )
 @insecure_option
 @config_option
@@ -163,6 +165,7 @@ def run(
     server = check_server(server or config.server, insecure=insecure or config.insecure)
     token = check_token(token or config.token)
     redactor, repos = check_redact(path, config), check_repos(path, config)
+    ask = not as_service and sys.stdin.isatty() and sys.stdout.isatty()
     consent = ConsentSettings(
         trust_file=trust_path(path),
         server=server,
@@ -170,7 +173,10 @@ def run(
         standing=_standing(config),
         allow_any=allow_any,
         refused_env=config.refused_env,
-        ask=not as_service and sys.stdin.isatty() and sys.stdout.isatty(),
+        ask=ask,
+        # As a service, with no terminal to ask on, a question waits for
+        # `allow --pending N` rather than failing every new harness version.
+        pending_dir=pending_dir(path) if as_service else None,
         timeout_s=consent_timeout,
         command_options=_command_options(config_file, server, config),
         redact_patterns=len(redactor.patterns),

@@ -248,3 +248,69 @@ def test_max_concurrent_auto_is_half_the_cores_and_a_bad_value_is_a_clear_error(
     bad = CliRunner().invoke(cli, ["run", "--max-concurrent", "lots"])
     assert bad.exit_code == 2
     assert "'lots' is neither a number nor 'auto'" in bad.output
+
+
+WRITER = """
+    import sys
+    open(sys.argv[1] + "-" + sys.argv[2], "w").write("ran")
+    print("ok")
+"""
+
+
+def pending_listing(tmp_path: Path) -> str:
+    proc = beside(tmp_path, "laptop", ["pending"])
+    proc.popen.wait(30)
+    return proc.output()
+
+
+def test_a_service_with_no_terminal_keeps_a_new_version_pending_until_allow_answers_it(
+    api: Api, alice: Any, tmp_path: Path
+) -> None:
+    marker = tmp_path / "marker"
+    harness(alice, tmp_path, "writer", WRITER, [str(marker), "{case.key}"])
+    dataset(alice, "one", [{"key": "c0", "input": {}, "expected": "ok"}])
+    dataset(alice, "two", [{"key": "c1", "input": {}, "expected": "ok"}])
+    runner_id = api.pair(tmp_path, "laptop", "laptop")
+    runner = runner_cli(
+        tmp_path,
+        ["run", "--service", "--wait-ms", "2000", "--allow-sleep", "--consent-timeout", "60"],
+        name="laptop",
+        allow_any=False,
+    )
+    target = f"self:{runner_id}"
+    try:
+        wait_output(runner, "connected to")
+        assert "anything else: wait for an answer" in runner.output()
+        run_id = api.start_run("writer", "one", target)
+
+        def first_waits() -> str:
+            listing = pending_listing(tmp_path)
+            return listing if "[1] acme/writer@1" in listing else ""
+
+        waiting = wait_for(first_waits)
+        assert "the server asks this runner to run a harness version you have not allowed" in (
+            waiting
+        )
+        assert "allow --pending 1" in waiting
+        wait_for(lambda: "waiting for consent on acme/writer@1" in roster_status(api, runner_id))
+        assert not (tmp_path / "marker-c0").exists()
+        answer = beside(tmp_path, "laptop", ["allow", "--pending", "1"])
+        assert answer.popen.wait(30) == 0, answer.output()
+        assert "acme/writer@1 runs once (question 1)" in answer.output()
+        run = api.wait_run(run_id)
+        assert run["results"][0]["verdict"] == "pass", run
+        assert (tmp_path / "marker-c0").exists()
+
+        run_id = api.start_run("writer", "two", target)
+        wait_for(lambda: "[2] acme/writer@1" in pending_listing(tmp_path))
+        refuse = beside(
+            tmp_path, "laptop", ["allow", "--pending", "2", "--refuse", "--reason", "not today"]
+        )
+        assert refuse.popen.wait(30) == 0, refuse.output()
+        refused = api.wait_run(run_id)
+    finally:
+        assert runner.stop(signal.SIGTERM) == 0, runner.output()
+    error = refused["results"][0]["error"]
+    assert "the member refused to run harness acme/writer@1 on this runner (not today)" in error
+    assert not (tmp_path / "marker-c1").exists()
+    assert "nothing waits for your consent" in pending_listing(tmp_path)
