@@ -7,4 +7,12 @@ a part of the loop); the server leases a job needing a feature only to a runner 
 from __future__ import annotations
 
 # `repo`, `artifacts`, `trace`, `screens`, `services`: the stages that do them.
-RUNNER_FEATURES: tuple[str, ...] = ("artifacts", "repo", "screens", "services", "trace")
+# `slots`: a case takes its harness's slots of `--max-concurrent` (`runnercli.slots`).
+RUNNER_FEATURES: tuple[str, ...] = (
+    "artifacts",
+    "repo",
+    "screens",
+    "services",
+    "slots",
+    "trace",
+)

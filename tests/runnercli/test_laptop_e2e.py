@@ -314,3 +314,29 @@ def test_a_service_with_no_terminal_keeps_a_new_version_pending_until_allow_answ
     assert "the member refused to run harness acme/writer@1 on this runner (not today)" in error
     assert not (tmp_path / "marker-c1").exists()
     assert "nothing waits for your consent" in pending_listing(tmp_path)
+
+
+SPAN = """
+    import json, time
+    start = time.time()
+    time.sleep(1)
+    print(json.dumps({"start": start, "end": time.time()}))
+"""
+
+
+def test_a_slots_2_harness_on_max_concurrent_2_runs_one_case_at_a_time(
+    api: Api, alice: Any, tmp_path: Path
+) -> None:
+    harness(alice, tmp_path, "browser", SPAN, [], slots=2, grader={"type": "exit_code"})
+    dataset(alice, "two", [{"key": f"b{i}", "input": {}, "expected": 0} for i in range(2)])
+    runner_id = api.pair(tmp_path, "laptop", "laptop")
+    runner = start_runner(tmp_path, "laptop", "--max-concurrent", "2", "--allow-sleep")
+    try:
+        run = api.wait_run(api.start_run("browser", "two", f"self:{runner_id}", concurrency=2))
+    finally:
+        assert runner.stop(signal.SIGTERM) == 0, runner.output()
+    assert run["status"] == "succeeded", run
+    first, second = sorted(
+        (json.loads(r["output"]) for r in run["results"]), key=lambda s: s["start"]
+    )
+    assert second["start"] >= first["end"], (first, second)
