@@ -340,3 +340,43 @@ def test_a_slots_2_harness_on_max_concurrent_2_runs_one_case_at_a_time(
         (json.loads(r["output"]) for r in run["results"]), key=lambda s: s["start"]
     )
     assert second["start"] >= first["end"], (first, second)
+
+
+def test_service_commands_through_the_cli_install_report_the_server_and_uninstall(
+    api: Api, alice: Any, tmp_path: Path
+) -> None:
+    runner_id = api.pair(tmp_path, "laptop", "laptop")
+    home = tmp_path / "home"
+    home.mkdir()
+
+    def in_home(*args: str) -> Any:
+        config = str(tmp_path / "laptop.json")
+        log = f"service-{time.monotonic_ns()}"
+        proc = runner_cli(
+            tmp_path,
+            ["service", *args],
+            name=log,
+            EVERDICT_RUNNER_CONFIG=config,
+            HOME=home,
+            XDG_CONFIG_HOME=home / ".config",
+        )
+        proc.popen.wait(60)
+        return proc
+
+    dry = in_home("install", "--dry-run")
+    assert dry.popen.returncode == 0, dry.output()
+    assert "RestartPreventExitStatus=3 4" in dry.output()
+    assert f"--config {tmp_path / 'laptop.json'} --service" in dry.output()
+    assert not (home / ".config" / "systemd").exists()
+    installed = in_home("install")
+    assert installed.popen.returncode == 0, installed.output()
+    unit = home / ".config" / "systemd" / "user" / "everdict-runner.service"
+    assert unit.exists()
+    # No user service manager answers on these machines: the exact command is printed.
+    assert "systemctl --user" in installed.output(), installed.output()
+    status = in_home("status")
+    assert f"server:   runner {runner_id} “laptop” of alice" in status.output(), status.output()
+    assert "runner:   not running" in status.output()
+    removed = in_home("uninstall")
+    assert removed.popen.returncode == 0, removed.output()
+    assert not unit.exists()
