@@ -22,6 +22,7 @@ from collections.abc import Callable
 from runnercli.client import RunnerError
 from runnercli.inhibit import Inhibitor
 from runnercli.power import OnBattery, PowerState, PowerWatcher, pause_reason, power_state
+from runnercli.ratelimit import PAUSE_BEAT_S
 from runnercli.session import Session
 from runnercli.state import StateFile
 from runnercli.updates import update_advice
@@ -53,6 +54,9 @@ class Laptop:
         self.on_ac.set()
         self.update_note = ""
         self._sent = ""
+        # What the server was last told of the battery pause (None: nothing yet).
+        self._sent_reason: str | None = None
+        self._sent_at = 0.0
         self._state_failed = False
 
     # ---- the battery pause
@@ -140,11 +144,17 @@ class Laptop:
             session.status.event(f"⚠ cannot write this runner's report {self.state.path}: {exc}")
 
     async def _send_status(self) -> None:
-        text = self.session.status_text()
-        if text == self._sent or (self.session.stop.is_set() and not self.session.running):
+        """Tell the server a changed status (and pause) at once; while paused, again every
+        PAUSE_BEAT_S: no lease call carries it meanwhile, and the roster must say why."""
+        text, reason = self.session.status_text(), self.reason() or ""
+        loop = asyncio.get_running_loop()
+        due = bool(reason) and loop.time() - self._sent_at >= PAUSE_BEAT_S
+        if text == self._sent and reason == self._sent_reason and not due:
             return
-        self._sent = text
+        if self.session.stop.is_set() and not self.session.running:
+            return
+        self._sent, self._sent_reason, self._sent_at = text, reason, loop.time()
         with contextlib.suppress(RunnerError):  # the next call says what is wrong
             await self.session.client.hello(
-                capabilities=self.session.options.capabilities, status=text
+                capabilities=self.session.options.capabilities, status=text, paused_reason=reason
             )

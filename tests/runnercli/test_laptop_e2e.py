@@ -23,6 +23,7 @@ from runnercli.capacity import MAX_CONCURRENT_TYPE, auto_concurrency
 from runnercli.cli import cli
 from runnercli.protocol import PROTOCOL_VERSION
 from runnercli.updates import update_command
+from runners.models import Runner
 from tests.live import daphne, runner_cli, scheduler
 from tests.runnercli.test_e2e import (
     LEASE_TTL_S,
@@ -164,12 +165,15 @@ def test_on_battery_nothing_is_leased_the_roster_says_why_and_on_ac_it_leases_ag
         run_id = api.start_run("wait", "one", f"self:{runner_id}")
         wait_for(lambda: roster_status(api, runner_id) == "paused: on battery", timeout=10)
         assert "paused:   on battery" in runner_status(tmp_path, "laptop")
+        # `hello`'s paused_reason: the idle timeout counts it offline-equivalent.
+        assert Runner.objects.get(pk=runner_id).paused_reason == "on battery"
         time.sleep(2)
         assert not started_cases(tmp_path)
         assert api.ok("GET", f"/api/runs/{run_id}")["status"] != "succeeded"
         power_supply(power, on_ac=True)
         run = api.wait_run(run_id, timeout=30)
         assert run["status"] == "succeeded", run
+        assert Runner.objects.get(pk=runner_id).paused_reason == ""
     finally:
         assert runner.stop(signal.SIGTERM) == 0, runner.output()
     assert "on battery (battery 80%): finishing what this runner holds" in runner.output()
