@@ -43,7 +43,10 @@ class Laptop:
         session: Session,
         *,
         read_power: Callable[[], PowerState] = power_state,
+        waiting: Callable[[], int] = lambda: 0,
     ) -> None:
+        # How many questions wait for the member's consent (for the report).
+        self.waiting = waiting
         self.session = session
         options = session.options
         self.policy = OnBattery(options.on_battery)
@@ -138,6 +141,7 @@ class Laptop:
                 running=len(session.running),
                 inhibitor=str(self.inhibitor.status),
                 paused=self.reason(),
+                pending_consents=self.waiting(),
             )
         except OSError as exc:
             self._state_failed = True

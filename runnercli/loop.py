@@ -58,7 +58,7 @@ class RunnerLoop:
         self.pauses = Pauses(session, self.delivery)
         self.services = RunnerServices(options, session.worktrees, status)
         slots = Slots(options.slots)
-        self.laptop = Laptop(session)
+        self.laptop = Laptop(session, waiting=lambda: len(self.consent.waiting))
         self.traces = TraceOutbox(session, options.spool_dir)
         jobs = Jobs(
             session,

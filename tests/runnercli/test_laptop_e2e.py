@@ -297,6 +297,7 @@ def test_a_service_with_no_terminal_keeps_a_new_version_pending_until_allow_answ
         )
         assert "allow --pending 1" in waiting
         wait_for(lambda: "waiting for consent on acme/writer@1" in roster_status(api, runner_id))
+        assert "cases:    1 running, 1 waiting for consent" in runner_status(tmp_path, "laptop")
         assert not (tmp_path / "marker-c0").exists()
         answer = beside(tmp_path, "laptop", ["allow", "--pending", "1"])
         assert answer.popen.wait(30) == 0, answer.output()
