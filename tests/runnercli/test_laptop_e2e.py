@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import signal
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from django.test import Client
 
 from accounts.services import api_key_create
 from runnercli.capacity import MAX_CONCURRENT_TYPE, auto_concurrency
@@ -98,6 +100,16 @@ def beside(tmp_path: Path, name: str, args: list[str]) -> Any:
     return runner_cli(tmp_path, args, name=log, EVERDICT_RUNNER_CONFIG=config)
 
 
+def page(api: Api, user: Any, path: str) -> str:
+    """A page as `user` sees it, over HTTP from the live server."""
+    client = Client()
+    client.force_login(user)
+    cookie = f"sessionid={client.cookies['sessionid'].value}"
+    request = urllib.request.Request(api.server.url + path, headers={"Cookie": cookie})
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        return str(reply.read().decode())
+
+
 def runner_status(tmp_path: Path, name: str) -> str:
     proc = beside(tmp_path, name, ["status"])
     proc.popen.wait(30)
@@ -136,6 +148,9 @@ def test_a_running_case_holds_the_inhibitor_and_the_roster_says_idle_within_5s_a
         # The lease parked with "running 1 job" is not what the roster keeps.
         wait_for(lambda: roster_status(api, runner_id) == "idle", timeout=5, step=0.2)
         assert time.monotonic() - finished < 5
+        # The account page reads the same status line as the API: they agree.
+        assert '">idle</span>' in page(api, alice, "/account/")
+        assert "running 1 job" not in page(api, alice, "/account/")
         report = wait_for(
             lambda: (out := runner_status(tmp_path, "laptop")) and "awake:    released" in out
         )
