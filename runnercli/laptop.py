@@ -55,6 +55,8 @@ class Laptop:
         self.state = StateFile(options.state_file) if options.state_file else None
         self.on_ac = asyncio.Event()
         self.on_ac.set()
+        # Set while paused on battery: a lease parked on the server is called off.
+        self.paused_event = asyncio.Event()
         self.update_note = ""
         self._sent = ""
         # What the server was last told of the battery pause (None: nothing yet).
@@ -75,6 +77,7 @@ class Laptop:
     def _power_changed(self, state: PowerState) -> None:
         if pause_reason(self.policy, state):
             self.on_ac.clear()
+            self.paused_event.set()
             self.session.status.event(
                 f"⏸ on battery ({state}): finishing what this runner holds, leasing nothing "
                 "until it is on AC (--on-battery run leases anyway)"
@@ -83,6 +86,7 @@ class Laptop:
             if not self.on_ac.is_set() and self.power.current is not None:
                 self.session.status.event(f"▶ on AC ({state}): leasing again")
             self.on_ac.set()
+            self.paused_event.clear()
         self.session.show()
 
     async def wait_for_power(self) -> None:

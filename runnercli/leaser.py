@@ -130,8 +130,13 @@ class Leaser:
             )
         )
         stop = asyncio.create_task(session.stop.wait())
-        await asyncio.wait({call, stop}, return_when=asyncio.FIRST_COMPLETED)
-        stop.cancel()
+        # Unplugged while the lease is parked: called off, as on a stop (nothing new taken).
+        waits = {call, stop}
+        if self.laptop is not None:
+            waits.add(asyncio.create_task(self.laptop.paused_event.wait()))
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in waits - {call}:
+            waiter.cancel()
         if not call.done():
             call.cancel()
             with contextlib.suppress(BaseException):

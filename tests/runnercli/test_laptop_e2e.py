@@ -400,3 +400,33 @@ def test_service_commands_through_the_cli_install_report_the_server_and_uninstal
     removed = in_home("uninstall")
     assert removed.popen.returncode == 0, removed.output()
     assert not unit.exists()
+
+
+def test_unplugged_while_a_lease_is_parked_the_lease_is_called_off_and_nothing_taken(
+    api: Api, alice: Any, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    release.write_text("")
+    harness(alice, tmp_path, "wait", WAIT_FOR, [str(tmp_path / "started"), str(release)])
+    dataset(alice, "one", [{"key": "w", "input": {}, "expected": "ok"}])
+    runner_id = api.pair(tmp_path, "laptop", "laptop")
+    power = power_supply(tmp_path / "power", on_ac=True)
+    runner = runner_cli(
+        tmp_path,
+        ["run", "--wait-ms", "30000", "--allow-sleep"],
+        name="laptop",
+        EVERDICT_POWER_SUPPLY_DIR=power,
+        EVERDICT_POWER_POLL_S="0.5",
+    )
+    try:
+        wait_output(runner, "connected to")
+        time.sleep(1)  # its first lease is parked by now (it waits up to 30 s)
+        power_supply(power, on_ac=False)
+        wait_for(lambda: roster_status(api, runner_id) == "paused: on battery", timeout=10)
+        run_id = api.start_run("wait", "one", f"self:{runner_id}")
+        time.sleep(2)
+        assert not started_cases(tmp_path)
+        power_supply(power, on_ac=True)
+        assert api.wait_run(run_id, timeout=30)["status"] == "succeeded"
+    finally:
+        assert runner.stop(signal.SIGTERM) == 0, runner.output()
