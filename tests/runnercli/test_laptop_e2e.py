@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -350,11 +351,24 @@ def test_a_slots_2_harness_on_max_concurrent_2_runs_one_case_at_a_time(
     harness(alice, tmp_path, "browser", SPAN, [], slots=2, grader={"type": "exit_code"})
     dataset(alice, "two", [{"key": f"b{i}", "input": {}, "expected": 0} for i in range(2)])
     runner_id = api.pair(tmp_path, "laptop", "laptop")
-    runner = start_runner(tmp_path, "laptop", "--max-concurrent", "2", "--allow-sleep")
+    # An inhibitor that cannot take the lock (no system bus): said once, not per case.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    refusing = bin_dir / "systemd-inhibit"
+    refusing.write_text("#!/bin/sh\necho 'Failed to connect to bus: No such file' >&2\nexit 1\n")
+    refusing.chmod(0o755)
+    runner = runner_cli(
+        tmp_path,
+        ["run", "--wait-ms", "2000", "--max-concurrent", "2"],
+        name="laptop",
+        PATH=f"{bin_dir}:/usr/bin:/bin",
+    )
     try:
         run = api.wait_run(api.start_run("browser", "two", f"self:{runner_id}", concurrency=2))
     finally:
         assert runner.stop(signal.SIGTERM) == 0, runner.output()
+    said = "cannot keep this machine awake while cases run: Failed to connect to bus"
+    assert runner.output().count(said) == 1, runner.output()
     assert run["status"] == "succeeded", run
     first, second = sorted(
         (json.loads(r["output"]) for r in run["results"]), key=lambda s: s["start"]
@@ -430,3 +444,16 @@ def test_unplugged_while_a_lease_is_parked_the_lease_is_called_off_and_nothing_t
         assert api.wait_run(run_id, timeout=30)["status"] == "succeeded"
     finally:
         assert runner.stop(signal.SIGTERM) == 0, runner.output()
+
+
+@pytest.mark.parametrize(
+    ("platform", "code", "exits"),
+    [("darwin", 4, 0), ("darwin", 3, 0), ("darwin", 1, 1), ("linux", 4, 4), ("linux", 3, 3)],
+)
+def test_under_launchd_a_final_exit_is_0_after_saying_why_and_systemd_keeps_the_code(
+    monkeypatch: pytest.MonkeyPatch, platform: str, code: int, exits: int
+) -> None:
+    from runnercli.commands.run import _service_exit
+
+    monkeypatch.setattr(sys, "platform", platform)
+    assert _service_exit(code) == exits
