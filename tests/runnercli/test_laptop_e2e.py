@@ -457,3 +457,26 @@ def test_under_launchd_a_final_exit_is_0_after_saying_why_and_systemd_keeps_the_
 
     monkeypatch.setattr(sys, "platform", platform)
     assert _service_exit(code) == exits
+
+
+def test_answering_a_question_that_is_not_pending_or_contradicting_itself_is_a_clear_error(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "runner.json"
+    env = {"EVERDICT_RUNNER_CONFIG": str(config)}
+    cli_runner = CliRunner()
+    none = cli_runner.invoke(cli, ["allow", "--pending", "9"], env=env)
+    assert none.exit_code == 1
+    assert "no question 9 is pending (pending: none)" in none.output
+    both = cli_runner.invoke(cli, ["allow", "--pending", "1", "--always", "--refuse"], env=env)
+    assert both.exit_code == 2
+    assert "--always and --refuse contradict each other" in both.output
+    mixed = cli_runner.invoke(cli, ["allow", "--pending", "1", "acme/writer"], env=env)
+    assert mixed.exit_code == 2
+    assert "give no harness with it" in mixed.output
+    bare = cli_runner.invoke(cli, ["allow"], env=env)
+    assert bare.exit_code == 2
+    assert "name a harness (WORKSPACE/NAME[@VERSION]) or --pending N" in bare.output
+    listing = cli_runner.invoke(cli, ["pending"], env=env)
+    assert listing.exit_code == 0
+    assert "nothing waits for your consent" in listing.output
