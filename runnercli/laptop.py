@@ -146,6 +146,7 @@ class Laptop:
                 inhibitor=str(self.inhibitor.status),
                 paused=self.reason(),
                 pending_consents=self.waiting(),
+                update=self.update_note,
             )
         except OSError as exc:
             self._state_failed = True

@@ -259,6 +259,19 @@ def test_an_outdated_runner_exits_4_with_the_update_command_and_doctor_names_a_n
         assert doctor.popen.wait(30) == 0, doctor.output()
         assert "everdict 999.0 is available (this is " in doctor.output()
         assert update_command() in doctor.output()
+        # The running runner says so too, on its status line and in its report.
+        runner = runner_cli(tmp_path, ["run", "--wait-ms", "1000", *args], name="new")
+        try:
+            wait_output(runner, "⬆ everdict 999.0 is available (this is ")
+
+            def reported() -> str:
+                out = runner_status(tmp_path, "new")
+                return out if "update:   " in out else ""
+
+            report = wait_for(reported)
+            assert update_command() in report
+        finally:
+            assert runner.stop(signal.SIGTERM) == 0, runner.output()
 
 
 def test_max_concurrent_auto_is_half_the_cores_and_a_bad_value_is_a_clear_error() -> None:
