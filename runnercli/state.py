@@ -2,8 +2,9 @@
 
 `runner.json` → `runner.state.json`, mode 0600, replaced atomically whenever what it says
 changes: the process, its status line, how many cases run, whether it holds the machine
-awake, why it is paused, how many harness versions wait for consent, a newer runner. `status` reads it back
-and says whether the process that wrote it still runs, since a killed runner leaves it.
+awake, why it is paused, how many harness versions wait for consent, a newer runner.
+`status` reads it back and says whether the process that wrote it still runs, since a
+killed runner leaves it.
 """
 
 from __future__ import annotations
