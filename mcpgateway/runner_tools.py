@@ -82,8 +82,22 @@ LogLine = Annotated[str, Field(max_length=MAX_LOG_LINE_BYTES), AfterValidator(_l
 LogLines = Annotated[list[LogLine], Field(max_length=MAX_LOG_LINES_PER_CALL)]
 
 
+PausedReason = Annotated[
+    str | None,
+    Field(
+        max_length=100,
+        description='Why this runner leases nothing of its own accord ("on battery"); '
+        '"" when it leases again; omitted: unchanged.',
+    ),
+]
+
+
 async def hello(
-    protocol: int, capabilities: Capabilities = (), status: Status = "", features: Features = ()
+    protocol: int,
+    capabilities: Capabilities = (),
+    status: Status = "",
+    features: Features = (),
+    paused_reason: PausedReason = None,
 ) -> Hello:
     """Say who this runner is and whether its protocol is still served; marks it present."""
     runner = current_principal().require_runner("hello")
@@ -95,6 +109,7 @@ async def hello(
         capabilities=capabilities,
         status=status,
         features=reported,
+        paused_reason=paused_reason,
     )
 
 

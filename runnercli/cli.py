@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from runnercli.commands import check, pair, repo, run, services, trust
+from runnercli.commands import check, drain, pair, repo, run, service, services, trust
 from runnercli.config import runnercli_version
 from runnercli.submit import submit
 
@@ -24,9 +24,12 @@ for command in (
     check.status,
     check.doctor,
     trust.allow,
+    trust.pending_command,
     trust.trust,
     repo.repo,
     services.services,
+    service.service,
+    drain.drain,
     submit,
 ):
     cli.add_command(command)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from runnercli.options import ConsentSettings
+from runnercli.pending import PendingPrompt
 from runnercli.prompt import TerminalPrompt, describe, first_of, one_line
 from runnercli.protocol import CaseJob, harness_digest, refused_env_keys
 from runnercli.status import StatusLine
@@ -67,7 +68,14 @@ class Consent:
         self.store = (
             TrustStore(settings.trust_file, settings.server) if settings.trust_file else None
         )
-        self.prompt = prompt or (TerminalPrompt(status) if settings.ask else None)
+        self.prompt: TerminalPrompt | PendingPrompt | None = prompt
+        if prompt is None and settings.ask:
+            self.prompt = TerminalPrompt(status)
+        elif prompt is None and settings.pending_dir is not None:
+            self.prompt = PendingPrompt(
+                settings.pending_dir,
+                allow_command=lambda n: settings.command("allow", "--pending", str(n)),
+            )
         self.waiting: list[str] = []
         # Pins of versions allowed for this session only, and the session's refusals (a
         # "no" is not asked again for every case of the same run).
@@ -92,7 +100,11 @@ class Consent:
             entries += self._trust().allow
         except TrustError:
             pass
-        then = "ask on this terminal" if self.prompt else "refuse"
+        then = "refuse"
+        if isinstance(self.prompt, PendingPrompt):
+            then = f"wait for an answer (`{self.settings.command('pending')}`)"
+        elif self.prompt is not None:
+            then = "ask on this terminal"
         listed = ", ".join(dict.fromkeys(entries)) or "nothing yet"
         return f"{listed}; anything else: {then}"
 
@@ -202,6 +214,12 @@ class Consent:
                 if kill.is_set() or stop.is_set():
                     return self._unanswered(harness, "interrupted", kill)
                 patience = max(1.0, deadline - loop.time())
+                if isinstance(self.prompt, PendingPrompt):
+                    self.prompt.about = str(harness)
+                    self.status.event(
+                        f"… {harness} waits for your consent: "
+                        f"`{self.settings.command('pending')}` shows it"
+                    )
                 answer = await self.prompt.ask(
                     [
                         f"⚠ run {job.run_id} case {quote_arg(job.case.key)}: the server asks "
@@ -256,9 +274,10 @@ class Consent:
             return Decision(Outcome.HAND_BACK, "the runner was stopped by its owner")
         command = f"`{self.settings.command('allow', str(harness))}`"
         if answer == "no":
+            reason = self.prompt.reason if isinstance(self.prompt, PendingPrompt) else ""
             message = (
-                f"the member refused to run harness {harness} on this runner; to allow it: "
-                f"{command}"
+                f"the member refused to run harness {harness} on this runner"
+                f"{f' ({reason})' if reason else ''}; to allow it: {command}"
             )
         elif answer == "timeout":
             message = (

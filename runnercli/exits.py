@@ -10,8 +10,15 @@ EXIT_UPDATE_REQUIRED = 4
 REVOKED_MESSAGE = "this runner was revoked — pair again"
 UPGRADE_MESSAGE = (
     "the server needs a newer runner (this one speaks protocol {protocol}) — upgrade it with "
-    "`pip install --upgrade everdict`, then start it again"
+    "`{command}`, then start it again"
 )
+
+
+def upgrade_message(protocol: int) -> str:
+    """What a runner told to update says: the command that updates it as it was installed."""
+    from runnercli.updates import update_command  # reads the install's metadata: only now
+
+    return UPGRADE_MESSAGE.format(protocol=protocol, command=update_command())
 
 
 class RunnerExit(Exception):

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 # `repo`, `artifacts`, `trace`, `screens`, `services`: the stages that do them; `judge`: the
 # pipeline of a judge job (`runnercli.case.judge`); `files`: the fs rendezvous
-# (`runnercli.casefiles`, with the `Files` stage).
+# (`runnercli.casefiles`, with the `Files` stage); `slots`: a case takes its harness's slots
+# of `--max-concurrent` (`runnercli.slots`).
 RUNNER_FEATURES: tuple[str, ...] = (
     "artifacts",
     "files",
@@ -16,5 +17,6 @@ RUNNER_FEATURES: tuple[str, ...] = (
     "repo",
     "screens",
     "services",
+    "slots",
     "trace",
 )

@@ -151,6 +151,8 @@ class Jobs:
         case = CaseContext(job_run, stderr_lines=[log.add], notes=[log.add])
         log.start()
         try:
+            # Beside a case taking many slots, it waits its turn (its lease heartbeaten).
+            await self.slots.start(job_run)
             await Pipeline(self.stages(job_run, log)).run(case)
             return case.reported
         finally:

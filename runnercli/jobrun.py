@@ -31,6 +31,10 @@ class JobRun:
     # It counts against `--max-concurrent` until its case is over (not until its report is
     # acknowledged: the slot takes the next case while the result is on its way).
     holds_slot: bool = False
+    # How many slots its case takes (its harness's `slots`, within `--max-concurrent`), and
+    # whether its case has started in them (a case leased beside a big one waits for room).
+    slots: int = 1
+    started: bool = False
     log: CaseLog | None = None
     # A heartbeat took its lapsed lease back since the last wake-up round.
     resumed: bool = False

@@ -19,12 +19,13 @@ from runnercli.exits import (
     EXIT_REVOKED,
     EXIT_UPDATE_REQUIRED,
     REVOKED_MESSAGE,
-    UPGRADE_MESSAGE,
     RunnerExit,
+    upgrade_message,
 )
 from runnercli.heartbeats import Heartbeats
 from runnercli.job import Jobs
 from runnercli.jobrun import JobRun
+from runnercli.laptop import Laptop
 from runnercli.leases import LeaseBatch, Unparsed
 from runnercli.protocol import FAIL_MESSAGE_CHARS, PROTOCOL_VERSION, CaseJob, Lease
 from runnercli.ratelimit import Pauses
@@ -45,7 +46,9 @@ class Leaser:
         heartbeats: Heartbeats,
         pauses: Pauses,
         delivery: Delivery,
+        laptop: Laptop | None = None,
     ) -> None:
+        self.laptop = laptop
         self.session = session
         self.slots = slots
         self.jobs = jobs
@@ -67,6 +70,9 @@ class Leaser:
                 # under a plan limit, it leases nothing until the wait is over.
                 await self.heartbeats.awake.wait()
                 await self.pauses.wait_while_paused()
+                # On battery (under `--on-battery pause`) it finishes what it holds only.
+                if self.laptop is not None:
+                    await self.laptop.wait_for_power()
                 if session.stop.is_set():
                     break
                 free = await self.slots.gather(wait=not once)
@@ -124,8 +130,13 @@ class Leaser:
             )
         )
         stop = asyncio.create_task(session.stop.wait())
-        await asyncio.wait({call, stop}, return_when=asyncio.FIRST_COMPLETED)
-        stop.cancel()
+        # Unplugged while the lease is parked: called off, as on a stop (nothing new taken).
+        waits = {call, stop}
+        if self.laptop is not None:
+            waits.add(asyncio.create_task(self.laptop.paused_event.wait()))
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in waits - {call}:
+            waiter.cancel()
         if not call.done():
             call.cancel()
             with contextlib.suppress(BaseException):
@@ -143,9 +154,7 @@ class Leaser:
             return LeaseBatch()
         session.backoff.reset()
         if reply.update_required:
-            raise RunnerExit(
-                EXIT_UPDATE_REQUIRED, UPGRADE_MESSAGE.format(protocol=PROTOCOL_VERSION)
-            )
+            raise RunnerExit(EXIT_UPDATE_REQUIRED, upgrade_message(PROTOCOL_VERSION))
         session.show()
         return reply
 

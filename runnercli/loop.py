@@ -27,11 +27,12 @@ from runnercli.exits import (
     EXIT_REVOKED,
     EXIT_UPDATE_REQUIRED,
     REVOKED_MESSAGE,
-    UPGRADE_MESSAGE,
     RunnerExit,
+    upgrade_message,
 )
 from runnercli.heartbeats import Heartbeats
 from runnercli.job import Jobs
+from runnercli.laptop import Laptop
 from runnercli.leaser import Leaser
 from runnercli.options import RunOptions
 from runnercli.protocol import MAX_STATUS_CHARS, PROTOCOL_VERSION
@@ -58,6 +59,7 @@ class RunnerLoop:
         self.pauses = Pauses(session, self.delivery)
         self.services = RunnerServices(options, session.worktrees, status)
         slots = Slots(options.slots)
+        self.laptop = Laptop(session, waiting=lambda: len(self.consent.waiting))
         self.traces = TraceOutbox(session, options.spool_dir)
         self.files = CaseFiles(session)
         jobs = Jobs(
@@ -78,13 +80,15 @@ class RunnerLoop:
             heartbeats=self.heartbeats,
             pauses=self.pauses,
             delivery=self.delivery,
+            laptop=self.laptop,
         )
 
     def status_text(self) -> str:
         """The short status sent with lease and heartbeat, and shown on the status line."""
         if waiting := self.consent.waiting_on():
             return shorten(f"waiting for consent on {waiting}", MAX_STATUS_CHARS)
-        return self.session.words(paused=self.pauses.text())
+        paused = "; ".join(filter(None, [self.laptop.paused(), self.pauses.text()]))
+        return self.session.words(paused=paused)
 
     def request_stop(self) -> None:
         """First call: take no new job, finish the running ones. Second: requeue them, leave."""
@@ -105,6 +109,7 @@ class RunnerLoop:
             leaser = asyncio.create_task(self.leaser.run())
             watcher = asyncio.create_task(self.heartbeats.sleep_watch.run(), name="sleep-watch")
             files = asyncio.create_task(self.files.run(), name="case-files")
+            laptop = asyncio.create_task(self.laptop.run(), name="laptop")
             fatal = asyncio.create_task(session.fatal_event.wait())
             await asyncio.wait([leaser, fatal], return_when=asyncio.FIRST_COMPLETED)
             # Either the leaser finished, or a fatal error came and it must go.
@@ -114,6 +119,8 @@ class RunnerLoop:
             fatal.cancel()
             watcher.cancel()
             files.cancel()
+            laptop.cancel()
+            await asyncio.gather(laptop, return_exceptions=True)
         except RunnerExit as exc:
             session.fatal = exc
         finally:
@@ -158,9 +165,8 @@ class RunnerLoop:
                 ) from exc
             session.backoff.reset()
             if hello.update_required:
-                raise RunnerExit(
-                    EXIT_UPDATE_REQUIRED, UPGRADE_MESSAGE.format(protocol=PROTOCOL_VERSION)
-                )
+                raise RunnerExit(EXIT_UPDATE_REQUIRED, upgrade_message(PROTOCOL_VERSION))
+            self.laptop.greeted(hello.latest_runner_version)
             if options.consent.allow_any:
                 session.status.event(
                     "⚠ --allow-any: this runner runs any harness the server sends, as you, "

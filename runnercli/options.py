@@ -26,6 +26,8 @@ class ConsentSettings:
     allow_any: bool = False
     refused_env: list[str] = field(default_factory=list)
     ask: bool = False
+    # Without a terminal: questions wait here for `python -m runnercli allow --pending N`.
+    pending_dir: Path | None = None
     timeout_s: float = CONSENT_TIMEOUT_S
     # What the member keeps on this machine for the session (`--no-files`…: "files",
     # "screens", "trace"), and how many `redact` patterns apply to what leaves it: both shown
@@ -73,6 +75,11 @@ class RunOptions:
     no_files: bool = False
     no_screens: bool = False
     no_trace: bool = False
+    # The laptop (`runnercli.laptop`): no sleep inhibitor with `--allow-sleep`; on battery,
+    # "pause" (lease nothing) or "run" (`--on-battery`); the runner's report for `status`.
+    allow_sleep: bool = False
+    on_battery: str = "pause"
+    state_file: Path | None = None
 
     @property
     def withheld(self) -> frozenset[str]:

@@ -1,4 +1,10 @@
-"""The `--max-concurrent` slots: a case holds one from its lease until it is over."""
+"""The `--max-concurrent` slots: a case holds its harness's `slots` (default 1; a browser
+case may take 2) from its lease until it is over.
+
+The lease asks for the free slots only. A case needing more than is left (two `slots: 2`
+cases leased at once by a runner of 2) is heartbeaten and waits its turn before it starts,
+and nothing more is leased meanwhile: the machine never runs more than it was given.
+"""
 
 from __future__ import annotations
 
@@ -16,23 +22,46 @@ class Slots:
     def __init__(self, size: int) -> None:
         self.size = size
         self.used = 0
+        # The slots of the cases that have started (the others wait for room).
+        self.running = 0
         self.freed = asyncio.Event()
+        self._room = asyncio.Event()
 
     @property
     def free(self) -> int:
-        return self.size - self.used
+        return max(0, self.size - self.used)
+
+    def need(self, job_run: JobRun) -> int:
+        """Its harness's slots, at least 1, at most all of them (a case needing more than
+        the machine has runs alone rather than never)."""
+        return min(max(job_run.job.harness.spec.slots or 1, 1), self.size)
 
     def take(self, job_run: JobRun) -> JobRun:
         job_run.holds_slot = True
-        self.used += 1
+        job_run.slots = self.need(job_run)
+        self.used += job_run.slots
         return job_run
 
+    async def start(self, job_run: JobRun) -> None:
+        """Wait until the case fits beside those running (at once, when it does)."""
+        while job_run.holds_slot and self.running > 0 and self.running + job_run.slots > self.size:
+            # Checked and cleared with no await between: a give-back cannot be missed.
+            self._room.clear()
+            await self._room.wait()
+        if job_run.holds_slot:
+            job_run.started = True
+            self.running += job_run.slots
+
     def give_back(self, job_run: JobRun) -> None:
-        """The job's case is over: its slot may take the next case."""
+        """The job's case is over: its slots may take the next case."""
         if job_run.holds_slot:
             job_run.holds_slot = False
-            self.used -= 1
+            self.used -= job_run.slots
+            if job_run.started:
+                job_run.started = False
+                self.running -= job_run.slots
             self.freed.set()
+            self._room.set()
 
     async def wait_for_one(self, stop: asyncio.Event) -> None:
         """Wait until a slot is given back, or `stop` is set."""

@@ -2,8 +2,9 @@
 
 `runner.json` → `runner.state.json`, mode 0600, replaced atomically whenever what it says
 changes: the process, its status line, how many cases run, whether it holds the machine
-awake, why it is paused, how many harness versions wait for consent. `status` reads it back
-and says whether the process that wrote it still runs, since a killed runner leaves it.
+awake, why it is paused, how many harness versions wait for consent, a newer runner.
+`status` reads it back and says whether the process that wrote it still runs, since a
+killed runner leaves it.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class RunnerState(BaseModel):
     inhibitor: str = "released"
     paused: str | None = None
     pending_consents: int = 0
+    # A newer runner the server knows, and the command that installs it ("" when none).
+    update: str = ""
 
     def process(self) -> ProcessId:
         return ProcessId(self.pid, self.process_started)
@@ -145,4 +148,6 @@ def report_lines(report: StateReport) -> list[str]:
     ]
     if state.paused:
         lines.append(f"paused:   {clean(state.paused)}")
+    if state.update:
+        lines.append(f"update:   {clean(state.update)}")
     return lines

@@ -62,6 +62,9 @@ class Runner(models.Model):
     # A plan limit (its tool said "rate limited"): it leases nothing until then.
     paused_until = models.DateTimeField(null=True, blank=True)
     pause_reason = models.CharField(max_length=200, blank=True)
+    # Why it leases nothing of its own accord, as its `hello` said ("on battery"; "" when
+    # it leases): a runner that is seen but paused so does not keep idle jobs waiting.
+    paused_reason = models.CharField(max_length=100, blank=True, db_default="", default="")
     # What its last `hello` or `lease_job` said it speaks and can do (protocol 3 features:
     # `repo`, `artifacts`, `trace`, …): a job needing a feature is leased only to a runner
     # that has it.
@@ -113,6 +116,13 @@ class Runner(models.Model):
         if protocol != self.protocol or wanted != list(self.features or []):
             Runner.objects.filter(pk=self.pk).update(protocol=protocol, features=wanted)
             self.protocol, self.features = protocol, wanted
+
+    def update_paused_reason(self, reason: str) -> None:
+        """Store why the runner says it leases nothing (its `hello`), when it changed."""
+        reason = reason[:100]
+        if reason != self.paused_reason:
+            Runner.objects.filter(pk=self.pk).update(paused_reason=reason)
+            self.paused_reason = reason
 
     def update_capabilities(self, capabilities: Sequence[str]) -> None:
         """Store the capabilities the runner reports now, when they changed."""

@@ -154,14 +154,18 @@ def runner_hello(
     capabilities: Sequence[str],
     status: str = "",
     features: Sequence[str] = (),
+    paused_reason: str | None = None,
 ) -> Hello:
     """Mark the runner present, keep what it reports, and tell it whether it must update.
 
     An empty capability list means "not reported": it never wipes the stored set. Its
-    protocol and features are stored as said (a runner of protocol 2 has none).
+    protocol and features are stored as said (a runner of protocol 2 has none), and so is
+    why it pauses (`paused_reason`: "on battery"; "" when it leases; None: not said).
     """
     if capabilities:
         runner.update_capabilities(capabilities)
+    if paused_reason is not None:
+        runner.update_paused_reason(paused_reason)
     runner.update_features(protocol, features)
     runner_touch(runner=runner, status=status)
     return Hello(

@@ -90,13 +90,19 @@ class RunnerClient:
             await self._session.close()
             self._session = None
 
-    async def hello(self, *, capabilities: list[str], status: str = "") -> Hello:
-        args = {
+    async def hello(
+        self, *, capabilities: list[str], status: str = "", paused_reason: str | None = None
+    ) -> Hello:
+        """`paused_reason`: why this runner leases nothing of its own accord ("on battery"),
+        "" when it leases again; None leaves what the server has."""
+        args: dict[str, object] = {
             "protocol": PROTOCOL_VERSION,
             "capabilities": capabilities,
             "status": _st(status),
             "features": self.features,
         }
+        if paused_reason is not None:
+            args["paused_reason"] = paused_reason[:100]
         hello = await self.call("hello", args, Hello)
         self.limits = hello.limits
         return hello

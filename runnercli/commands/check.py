@@ -30,7 +30,9 @@ from runnercli.config import (
 )
 from runnercli.exits import EXIT_NOT_REPORTED
 from runnercli.protocol import PROTOCOL_VERSION
+from runnercli.state import report_lines, runner_report
 from runnercli.terminal import clean
+from runnercli.updates import update_advice
 
 
 @click.command()
@@ -53,6 +55,10 @@ def status(config_file: str | None) -> None:
     if config.refused_env:
         click.echo(f"refused env:  {', '.join(config.refused_env)} (besides the protocol's list)")
     click.echo(f"version:      {runnercli_version()} (protocol {PROTOCOL_VERSION})")
+    # What the runner running with this config says of itself (its cases, the inhibitor,
+    # a pause), written by it beside the config.
+    for line in report_lines(runner_report(path)):
+        click.echo(line)
     if not config.token:
         sys.exit(EXIT_NOT_REPORTED)
 
@@ -80,3 +86,6 @@ def doctor(server: str | None, token: str | None, insecure: bool, config_file: s
     click.echo(f"✓ protocol {PROTOCOL_VERSION} (server {hello.server_protocol})")
     click.echo(f"capabilities: {', '.join(capabilities)}")
     click.echo(f"allow:        {allowed(path, config)}")
+    advice = update_advice(hello.latest_runner_version)
+    if advice is not None:
+        click.echo(f"{'⬆' if advice.newer else '✓'} {advice.line()}")

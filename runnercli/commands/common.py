@@ -22,7 +22,7 @@ from runnercli.config import (
     is_loopback,
     trust_path,
 )
-from runnercli.exits import EXIT_NOT_REPORTED, EXIT_REVOKED, EXIT_UPDATE_REQUIRED, UPGRADE_MESSAGE
+from runnercli.exits import EXIT_NOT_REPORTED, EXIT_REVOKED, EXIT_UPDATE_REQUIRED, upgrade_message
 from runnercli.protocol import PROTOCOL_VERSION, Hello, RepoNameError
 from runnercli.redact import RedactError, Redactor
 from runnercli.repos.mapping import REPOS_KEY, MappingError, repos_of
@@ -154,7 +154,7 @@ def hello_or_exit(server: str, token: str, capabilities: list[str]) -> Hello:
         click.echo(f"✗ the server refused this runner: {clean(exc)}", err=True)
         sys.exit(EXIT_NOT_REPORTED)
     if hello.update_required:
-        click.echo(f"✗ {UPGRADE_MESSAGE.format(protocol=PROTOCOL_VERSION)}", err=True)
+        click.echo(f"✗ {upgrade_message(PROTOCOL_VERSION)}", err=True)
         sys.exit(EXIT_UPDATE_REQUIRED)
     return hello
 

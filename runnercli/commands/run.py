@@ -9,6 +9,7 @@ import sys
 
 import click
 
+from runnercli.capacity import MAX_CONCURRENT_TYPE
 from runnercli.case.process import watch_children_by_pidfd
 from runnercli.client import RunnerClient
 from runnercli.commands.common import (
@@ -41,9 +42,14 @@ from runnercli.options import (
     RunOptions,
     ServiceSettings,
 )
+from runnercli.pending import pending_dir
+from runnercli.pidfile import AlreadyRunning, Pidfile, pidfile_path
+from runnercli.power import OnBattery
 from runnercli.protocol import MAX_WAIT_MS, repo_capability
+from runnercli.service.units import NO_RESTART_EXITS
 from runnercli.services.records import services_dir_for
 from runnercli.spool import spool_dir_for
+from runnercli.state import state_path
 from runnercli.status import StatusLine
 from runnercli.trust import Entry, TrustError, parse_entries, server_key
 
@@ -53,10 +59,10 @@ from runnercli.trust import Entry, TrustError, parse_entries, server_key
 @token_option
 @click.option(
     "--max-concurrent",
-    type=click.IntRange(1, 64),
-    default=1,
+    type=MAX_CONCURRENT_TYPE,
+    default="1",
     show_default=True,
-    help="Cases run at once.",
+    help="Cases run at once; auto: half this machine's cores, at least 1.",
 )
 @click.option(
     "--wait-ms",
@@ -104,6 +110,25 @@ from runnercli.trust import Entry, TrustError, parse_entries, server_key
     show_default=True,
     help="Service topologies started at once (a burst of cases does not start them all).",
 )
+@click.option(
+    "--allow-sleep",
+    is_flag=True,
+    help="Let the machine sleep while cases run (by default it is kept awake).",
+)
+@click.option(
+    "--on-battery",
+    type=click.Choice([policy.value for policy in OnBattery]),
+    default=OnBattery.PAUSE.value,
+    show_default=True,
+    help="On battery: pause (finish what it holds, lease nothing) or run as on AC.",
+)
+@click.option(
+    "--service",
+    "as_service",
+    is_flag=True,
+    help="Run as the login service (`service install` sets it): questions wait for "
+    "`python -m runnercli allow --pending N` instead of a terminal.",
+)
 @insecure_option
 @config_option
 def run(
@@ -121,6 +146,9 @@ def run(
     no_trace: bool,
     services_idle_s: float,
     max_service_starts: int,
+    allow_sleep: bool,
+    on_battery: str,
+    as_service: bool,
     insecure: bool,
     config_file: str | None,
 ) -> None:
@@ -137,6 +165,7 @@ def run(
     server = check_server(server or config.server, insecure=insecure or config.insecure)
     token = check_token(token or config.token)
     redactor, repos = check_redact(path, config), check_repos(path, config)
+    ask = not as_service and sys.stdin.isatty() and sys.stdout.isatty()
     consent = ConsentSettings(
         trust_file=trust_path(path),
         server=server,
@@ -144,7 +173,10 @@ def run(
         standing=_standing(config),
         allow_any=allow_any,
         refused_env=config.refused_env,
-        ask=sys.stdin.isatty() and sys.stdout.isatty(),
+        ask=ask,
+        # As a service, with no terminal to ask on, a question waits for
+        # `allow --pending N` rather than failing every new harness version.
+        pending_dir=pending_dir(path) if as_service else None,
         timeout_s=consent_timeout,
         command_options=_command_options(config_file, server, config),
         redact_patterns=len(redactor.patterns),
@@ -166,6 +198,9 @@ def run(
         no_files=no_files,
         no_screens=no_screens,
         no_trace=no_trace,
+        allow_sleep=allow_sleep,
+        on_battery=on_battery,
+        state_file=state_path(path),
         services=ServiceSettings(
             idle_s=services_idle_s,
             max_starts=max_service_starts,
@@ -176,7 +211,22 @@ def run(
     consent.withheld = options.withheld
     # What is loaded by now lives as long as the runner: kept out of every collection.
     gc.freeze()
-    sys.exit(asyncio.run(_run(server, token, options)))
+    try:
+        with Pidfile(pidfile_path(path)):
+            code = asyncio.run(_run(server, token, options))
+    except AlreadyRunning as exc:
+        raise click.ClickException(f"{exc}; `python -m runnercli drain` stops it") from exc
+    sys.exit(_service_exit(code) if as_service else code)
+
+
+def _service_exit(code: int) -> int:
+    """Under launchd (`KeepAlive: {SuccessfulExit: false}`) a revoked or outdated runner
+    exits 0 once it said why, or it would be started again and again; systemd's unit names
+    those codes in `RestartPreventExitStatus` and keeps them."""
+    if sys.platform == "darwin" and code in NO_RESTART_EXITS:
+        click.echo(f"the service stops (exit {code} above): it is not restarted until you act")
+        return 0
+    return code
 
 
 def _standing(config: RunnerConfig) -> list[Entry]:

@@ -7,13 +7,17 @@ the server says of this runner, for `status`.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import click
 
+from runnercli.client import RevokedError, RunnerClient
 from runnercli.config import ConfigError, config_load, config_path
+from runnercli.exits import upgrade_message
+from runnercli.protocol import PROTOCOL_VERSION
 from runnercli.service.manager import (
     Backend,
     backend_for,
@@ -25,6 +29,7 @@ from runnercli.service.manager import (
 from runnercli.service.units import ServiceError, service_spec
 from runnercli.state import report_lines, runner_report
 from runnercli.terminal import clean
+from runnercli.updates import update_advice
 
 HelloLine = Callable[[Path], str]
 
@@ -133,4 +138,26 @@ def _server_line(hello: HelloLine | None, path: Path) -> str | None:
         return f"cannot ask: {exc}"
 
 
-service = service_group()
+def hello_line(path: Path) -> str:
+    """What the server says of the runner of config `path`: `hello`, sending no status (the
+    running runner's own status stays on the roster)."""
+    config = config_load(path)
+    if not config.server or not config.token:
+        return "not paired"
+    return asyncio.run(_hello_line(config.server, config.token))
+
+
+async def _hello_line(server: str, token: str) -> str:
+    try:
+        async with RunnerClient(server, token) as client:
+            hello = await client.hello(capabilities=[], status="")
+    except RevokedError:
+        return "this runner was revoked — pair again"
+    said = f"runner {hello.runner_id} “{hello.label}” of {hello.owner} at {server}"
+    if hello.update_required:
+        return f"{said}; {upgrade_message(PROTOCOL_VERSION)}"
+    advice = update_advice(hello.latest_runner_version)
+    return f"{said}; {advice.line()}" if advice is not None else said
+
+
+service = service_group(hello_line)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from runnercli import pending
 from runnercli.config import (
     SERVER_ENV,
     ConfigError,
@@ -46,15 +47,43 @@ def _store(config_file: str | None, server: str | None) -> tuple[Path, RunnerCon
 
 
 @click.command()
-@click.argument("entries", nargs=-1, required=True, metavar="WORKSPACE/NAME[@VERSION]…")
+@click.argument("entries", nargs=-1, metavar="WORKSPACE/NAME[@VERSION]…")
+@click.option(
+    "--pending",
+    "pending_number",
+    type=click.IntRange(min=1),
+    help="Answer the question N that a runner without a terminal keeps (`pending`).",
+)
+@click.option("--always", is_flag=True, help="With --pending: allow this version from now on.")
+@click.option("--refuse", is_flag=True, help="With --pending: refuse it (the case fails).")
+@click.option("--reason", default="", help="With --refuse: why, given with the failure.")
 @server_option
 @config_option
-def allow(entries: tuple[str, ...], server: str | None, config_file: str | None) -> None:
+def allow(
+    entries: tuple[str, ...],
+    pending_number: int | None,
+    always: bool,
+    refuse: bool,
+    reason: str,
+    server: str | None,
+    config_file: str | None,
+) -> None:
     """Let this machine run a harness without asking.
 
     WORKSPACE/NAME allows every version; WORKSPACE/NAME@VERSION one version, pinned to its
     content the first time it runs here. NAME and NAME@VERSION allow it from any workspace.
+    `--pending N` answers a question a runner without a terminal keeps: once (the
+    default), `--always`, or `--refuse [--reason …]`.
     """
+    if pending_number is not None:
+        if entries:
+            raise click.UsageError("--pending answers one question: give no harness with it")
+        _answer(config_path(config_file), pending_number, always, refuse, reason)
+        return
+    if always or refuse or reason:
+        raise click.UsageError("--always, --refuse and --reason go with --pending N")
+    if not entries:
+        raise click.UsageError("name a harness (WORKSPACE/NAME[@VERSION]) or --pending N")
     try:
         parsed = parse_entries(entries)
     except TrustError as exc:
@@ -143,3 +172,36 @@ def _list(url: str, trust: ServerTrust) -> None:
             del pinned[pin]
     for pin, digest in sorted(pinned.items()):
         click.echo(f"  {clean(pin)} pinned to sha256:{clean(digest)[:16]}… (no entry)")
+
+
+def _answer(path: Path, number: int, always: bool, refuse: bool, reason: str) -> None:
+    if always and refuse:
+        raise click.UsageError("--always and --refuse contradict each other")
+    if reason and not refuse:
+        raise click.UsageError("--reason goes with --refuse")
+    reply = "no" if refuse else "always" if always else "once"
+    try:
+        question = pending.answer(pending.pending_dir(path), number, reply, reason)
+    except pending.PendingError as exc:
+        raise click.ClickException(str(exc)) from exc
+    said = {"once": "runs once", "always": "is allowed from now on", "no": "is refused"}[reply]
+    click.echo(f"✓ {clean(question.harness)} {said} (question {number})")
+
+
+@click.command(name="pending")
+@config_option
+def pending_command(config_file: str | None) -> None:
+    """List what a runner without a terminal waits for your consent on."""
+    path = config_path(config_file)
+    waiting = pending.questions(pending.pending_dir(path))
+    if not waiting:
+        click.echo("nothing waits for your consent")
+        return
+    for question in waiting:
+        click.echo(f"[{question.number}] {clean(question.harness)}")
+        for line in question.lines:
+            click.echo(f"    {clean(line)}")
+        click.echo(
+            f"    → python -m runnercli allow --pending {question.number} "
+            "[--always | --refuse --reason …]"
+        )

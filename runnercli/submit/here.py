@@ -39,6 +39,8 @@ async def run_here(api: PersonalApi, options: Options) -> int:
             consent=ConsentSettings(allow_any=True),
             max_concurrent=options.concurrency,
             wait_ms=HERE_WAIT_MS,
+            # The member asked for this run here and now: on battery too.
+            on_battery="run",
         )
         client = RunnerClient(
             options.server, paired["token"], max_wait_ms=HERE_WAIT_MS, slots=options.concurrency

@@ -3,7 +3,9 @@
 A runner is *active* while it holds an unexpired lease, while it is paused by a plan limit
 (and for the timeout after its pause ends, as if seen then), while it holds a lapsed lease
 it may still resume (within the resume window), or when it was seen — lease, heartbeat,
-long-poll, hello — within EVERDICT_QUEUE_IDLE_TIMEOUT_S. A queued job is *idle* once it has
+long-poll, hello — within EVERDICT_QUEUE_IDLE_TIMEOUT_S, unless it said it pauses of its
+own accord (`hello`'s `paused_reason`, "on battery"): then it is offline-equivalent once it
+holds nothing. A queued job is *idle* once it has
 waited longer than that timeout and no runner that could take it — its pinned runner, or
 for `self:any` any of the owner's runners with its capabilities — is active: so a busy
 runner protects every job queued behind it, in any run and any workspace.
@@ -66,7 +68,10 @@ def runners_active(now: datetime | None = None) -> QuerySet[Runner]:
     now = now or timezone.now()
     cutoff = now - idle_timeout()
     return Runner.objects.filter(revoked_at__isnull=True).filter(
-        Q(last_seen_at__gte=cutoff) | Q(paused_until__gte=cutoff) | Q(_holds_lease(now))
+        # Seen, unless it said it leases nothing (on battery): then only while it holds work.
+        Q(last_seen_at__gte=cutoff, paused_reason="")
+        | Q(paused_until__gte=cutoff)
+        | Q(_holds_lease(now))
     )
 
 
@@ -91,6 +96,10 @@ def jobs_idle(now: datetime | None = None) -> QuerySet[RunnerJob]:
 
 def _clock(moment: datetime | None) -> str:
     return timezone.localtime(moment).strftime("%H:%M") if moment else "never"
+
+
+def _paused_words(reason: str) -> str:
+    return "laptop is on battery" if reason == "on battery" else reason
 
 
 def absence(
@@ -125,6 +134,8 @@ def absence(
     if runner.paused_until is not None and runner.paused_until >= (runner.last_seen_at or now):
         why = f": {runner.pause_reason}" if runner.pause_reason else ""
         return f"paused{why} until {_clock(runner.paused_until)}, not seen since"
+    if runner.paused_reason:
+        return f"paused: {_paused_words(runner.paused_reason)}, leasing nothing ({seen})"
     if runner.last_seen_at is None or runner.last_seen_at < now - idle_timeout():
         return f"offline ({seen})"
     return f"online but did not take it ({seen})"

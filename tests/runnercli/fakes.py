@@ -55,7 +55,9 @@ class FakeClient(RunnerClient):
             raise answer
         return answer
 
-    async def hello(self, *, capabilities: list[str], status: str = "") -> Hello:
+    async def hello(
+        self, *, capabilities: list[str], status: str = "", paused_reason: str | None = None
+    ) -> Hello:
         hello = Hello(
             runner_id=1, label="laptop", owner="alice", server_protocol=2, update_required=False
         )

@@ -26,6 +26,7 @@ import pytest
 
 from accounts.services import api_key_create
 from runnercli.protocol import PROTOCOL_VERSION
+from runnercli.updates import update_command
 from runners.models import JobAttempt, RunnerJob
 from scorecards.models import CaseResult
 from scorecards.services import dataset_create, harness_create
@@ -421,7 +422,7 @@ def test_doctor_reports_the_runner_and_an_outdated_runner_is_told_to_upgrade(
         assert doctor.popen.wait(30) == 4
         runner = runner_cli(tmp_path, ["run", *args], name="old")
         assert runner.popen.wait(30) == 4
-        assert "upgrade it with `pip install --upgrade everdict`" in runner.output()
+        assert f"upgrade it with `{update_command()}`" in runner.output()
     with daphne(tmp_path) as server:
         doctor = runner_cli(tmp_path, ["doctor", *args[:1], server.url, *args[2:]], name="ok")
         assert doctor.popen.wait(30) == 0, doctor.output()

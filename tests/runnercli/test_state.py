@@ -41,6 +41,7 @@ def test_the_report_is_written_0600_and_only_when_it_changes(tmp_path: Path) -> 
         "inhibitor": "held",
         "paused": None,
         "pending_consents": 0,
+        "update": "",
     }
 
 

@@ -186,3 +186,40 @@ def test_which_runners_are_active(alice: Any, laptop: Any, settings: Any) -> Non
     }
     later = now + timedelta(seconds=900)
     assert set(queue.runners_active(later).values_list("label", flat=True)) == set()
+
+
+def test_a_runner_on_battery_holding_nothing_is_offline_equivalent_and_named_on_battery(
+    alice: Any, laptop: Any
+) -> None:
+    now = timezone.now()
+    with at(now):
+        run = start(alice, laptop, concurrency=2)
+    # It keeps saying hello (the roster says why), but leases nothing: that protects nothing.
+    for second_ in range(0, TIMEOUT_S + 60, 30):
+        with at(now + timedelta(seconds=second_)):
+            runner_hello(runner=laptop, protocol=3, capabilities=[], paused_reason="on battery")
+    laptop.refresh_from_db()
+    assert laptop.paused_reason == "on battery"
+    with at(now + timedelta(seconds=TIMEOUT_S + 60)):
+        assert scheduler_expire_one_idle_run()
+    errors = errors_of(run)
+    assert len(errors) == 4
+    assert all("no_runner" in e and "paused: laptop is on battery" in e for e in errors), errors
+
+
+def test_a_runner_on_battery_still_holding_work_protects_the_queue_like_a_plan_pause(
+    alice: Any, laptop: Any
+) -> None:
+    now = timezone.now()
+    with at(now):
+        start(alice, laptop, concurrency=2)
+        grant = queue.job_lease(runner=laptop)[0]
+    for second_ in range(30, TIMEOUT_S + 120, 30):
+        with at(now + timedelta(seconds=second_)):
+            runner_hello(runner=laptop, protocol=3, capabilities=[], paused_reason="on battery")
+            assert lease_heartbeat(runner=laptop, job_id=grant.job.pk, lease_epoch=1).accepted
+            assert not scheduler_expire_one_idle_run()
+    # Back on AC: seen counts again.
+    runner_hello(runner=laptop, protocol=3, capabilities=[], paused_reason="")
+    laptop.refresh_from_db()
+    assert laptop.paused_reason == ""
