@@ -15,6 +15,12 @@ from django.urls.resolvers import URLPattern
 DOT_SEGMENTS = (".", "..")
 
 
+def key_may_exist(key: str) -> bool:
+    """Whether a case may have this key: none holds a NUL (datasets refuse one), and
+    PostgreSQL cannot even compare a NUL, so a lookup by such a key finds nothing."""
+    return "\x00" not in key
+
+
 class CaseKeyConverter:
     """A case key in a path: anything, slashes and newlines included (decoded by the server)."""
 

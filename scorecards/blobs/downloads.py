@@ -10,6 +10,7 @@ from core.errors import Invalid, NotFound
 from runnercli.protocol import CasePathError, check_case_path
 from scorecards.blobs.models import Artifact
 from scorecards.blobs.store import blob_open
+from scorecards.links import key_may_exist
 from scorecards.selectors.runs import run_get
 
 if TYPE_CHECKING:
@@ -75,6 +76,8 @@ def artifact_find(
     workspace (viewers included); NotFound for anyone else and for what does not exist."""
     run = run_get(user=user, run_id=run_id)
     number = _repeat_of(run, repeat)
+    if not key_may_exist(key):
+        raise NotFound(f"No artifact {path!r} for case {key!r} of run {run_id}.")
     artifact = (
         Artifact.objects.select_related("blob")
         .filter(

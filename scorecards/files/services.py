@@ -27,6 +27,7 @@ from runners.wakeup import notify_owners
 from scorecards.blobs.fence import lease_workspace
 from scorecards.blobs.models import Blob
 from scorecards.files.models import CaseFsRequest, FsOp
+from scorecards.links import key_may_exist
 from scorecards.selectors.runs import run_get
 
 if TYPE_CHECKING:
@@ -80,6 +81,8 @@ def _leased_job(run: Run, key: str, repeat: str | int | None) -> RunnerJob:
         if not 0 <= number < run.repeats:
             raise Invalid({"repeat": [f"Must be between 0 and {run.repeats - 1}."]})
         jobs = jobs.filter(repeat=number)
+    if not key_may_exist(key):
+        raise NotFound(f"Case {key!r} not found in run {run.pk}.")
     job = jobs.select_related("leased_by").order_by("repeat").first()
     if job is None or job.leased_by is None:
         raise Conflict(

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from core.errors import NotFound
 from runnercli.protocol import HarnessSpec
 from runners.models import JobAttempt, JobLogLine, RunnerJob
+from scorecards.links import key_may_exist
 from scorecards.models import Case, CaseResult, Run, VerdictEntry
 from scorecards.selectors.runs import LogRow, run_get
 
@@ -71,7 +72,8 @@ def _logs(run: Run, key: str, job_ids: list[int]) -> list[LogRow]:
 def case_detail(*, user: User, run_id: int, key: str) -> CaseDetail:
     """One case of a run the user can see; NotFound for a key the run's dataset lacks."""
     run = run_get(user=user, run_id=run_id)
-    case = Case.objects.filter(dataset_id=run.dataset_id, key=key).first()
+    cases = Case.objects.filter(dataset_id=run.dataset_id, key=key)
+    case = cases.first() if key_may_exist(key) else None
     if case is None:
         raise NotFound(f"Case {key!r} not found in run {run_id}.")
     jobs = {

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import Conflict, Forbidden, Invalid, NotFound
+from scorecards.links import key_may_exist
 from scorecards.models import (
     Case,
     CaseResult,
@@ -81,10 +82,8 @@ def run_restate(run: Run) -> None:
 
 def _locked_result(run: Run, key: str, repeat: int | str | None) -> CaseResult:
     """The case's result on this repeat, its row locked (after the run's: the lock order)."""
-    # No key holds a NUL (datasets refuse one), and PostgreSQL cannot even compare with it.
-    case = (
-        None if "\x00" in key else Case.objects.filter(dataset_id=run.dataset_id, key=key).first()
-    )
+    cases = Case.objects.filter(dataset_id=run.dataset_id, key=key)
+    case = cases.first() if key_may_exist(key) else None
     if case is None:
         raise NotFound(f"Case {key!r} not found in run {run.pk}.")
     number = repeat_of(run, repeat)

@@ -11,6 +11,7 @@ from core.errors import Invalid, NotFound
 from core.fields import ascii_int
 from runners.models import JobAttempt, JobStatus, RunnerJob
 from scorecards.blobs.store import blob_open
+from scorecards.links import key_may_exist
 from scorecards.models import Run
 from scorecards.selectors.runs import run_get
 from scorecards.traces.models import CaseTrace, ScreenFrame, TraceEvent
@@ -73,7 +74,8 @@ def attempt_of(
     run: Run, key: str, repeat: str | int | None, attempt: str | int | None = None
 ) -> CaseAttempt:
     """`case_attempt` of a run the caller may see already."""
-    job = RunnerJob.objects.filter(run=run, case_key=key, repeat=repeat_of(run, repeat)).first()
+    jobs = RunnerJob.objects.filter(run=run, case_key=key, repeat=repeat_of(run, repeat))
+    job = jobs.first() if key_may_exist(key) else None
     if job is None:
         raise NotFound(f"Case {key!r} not found in run {run.pk}.")
     epoch = _number("attempt", attempt, None)
