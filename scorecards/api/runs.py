@@ -143,8 +143,8 @@ class RunCompareView(APIView):
     )
     def get(self, request: Request, run_id: int) -> Response:
         baseline = request.query_params.get("baseline", "previous")
-        if baseline != "previous" and not baseline.isdigit():
+        a = None if baseline == "previous" else ascii_int(baseline)
+        if baseline != "previous" and a is None:
             return Response({"baseline": ["A run id, or `previous`."]}, status=400)
-        a = None if baseline == "previous" else int(baseline)
         comparison = run_compare(user=signed_in(request), b=run_id, a=a)
         return Response(CompareReply.of(comparison).data())

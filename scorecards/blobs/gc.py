@@ -21,6 +21,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, QuerySet, Sum
 from django.utils import timezone
 
+from core.fields import ascii_int
 from scorecards.blobs.models import Blob, BlobUpload
 from scorecards.blobs.references import BLOB_REFERENCES, RETENTION
 from scorecards.blobs.store import STAGING_ROOT, blob_storage
@@ -128,7 +129,7 @@ def _orphan_chunks(now: datetime) -> Iterator[str]:
 
 def _recorded(workspace: str, digest: str) -> set[str]:
     upload = BlobUpload.objects.filter(
-        workspace_id=int(workspace) if workspace.isdigit() else -1, sha256=digest
+        workspace_id=ascii_int(workspace) or -1, sha256=digest
     ).first()
     return {str(name) for name, _ in upload.chunks} if upload is not None else set()
 

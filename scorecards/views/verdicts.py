@@ -9,6 +9,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.authentication import signed_in
 from core.errors import Conflict, Forbidden, Invalid, ServiceError
+from core.fields import ascii_int
 from scorecards.links import case_url
 from scorecards.services.regrades import run_regrade
 from scorecards.services.verdicts import verdict_set, verdict_withdraw
@@ -29,7 +30,7 @@ def run_regrade_view(request: HttpRequest, run_id: int) -> HttpResponse:
         done = run_regrade(
             user=signed_in(request),
             run_id=run_id,
-            harness_version=int(version) if version.isdigit() else None,
+            harness_version=ascii_int(version),
         )
     except (Invalid, Forbidden, Conflict) as exc:
         messages.error(request, _text(exc))
