@@ -5,9 +5,10 @@ A sample is seen as its distinct values and how often each occurs. Resampling n 
 replacement is then drawing how many of the n draws land on each value (a multinomial), and
 flipping the signs of m differences at random is drawing how many copies of each magnitude come
 up positive (a binomial per magnitude): the same distributions, drawn value by value instead of
-case by case. Pass fractions over five repeats take at most eleven values, so 2,000 resamples of
-10,000 cases cost 2,000 x 11 draws instead of 20 million. Samples whose values are mostly
-distinct (scores) are drawn case by case, in chunks of index or sign matrices.
+case by case. Pass fractions over five repeats take six values and their differences eleven,
+so 2,000 resamples of 10,000 cases cost 2,000 x 11 draws instead of 20 million. Samples whose
+values are mostly distinct (scores) are drawn case by case: in chunks of index matrices, and
+of random bytes that each flip eight signs through a table of the eight values' 256 sums.
 
 Every draw starts from a generator seeded afresh and from the values in sorted order, so the
 same sample gives the same numbers whatever order its cases came in.
@@ -22,17 +23,20 @@ Floats = NDArray[np.float64]
 
 # Cells of an index or sign matrix held at once: tens of megabytes, not gigabytes.
 _CHUNK_CELLS = 2_000_000
-# A multinomial or binomial draw per distinct value costs several index draws per case: draw
-# by value only when values repeat this many times on average.
-_REPEATS_TO_GROUP = 8
+# Draw by value only when values repeat enough to pay for it: one multinomial category costs
+# about as much as 25 index draws, one binomial about as much as 50 flips through the byte
+# table (numpy 2.4, measured on 10,000 values).
+_GROUP_RESAMPLES = 32
+_GROUP_FLIPS = 64
 # Each byte of a sign draw flips eight differences at once, through a table of their 256 sums.
 _BYTE_SIGNS = ((np.arange(256)[:, None] >> np.arange(8)) & 1) * 2.0 - 1.0
 
 
-def _levels(values: Floats) -> tuple[Floats, NDArray[np.int64], bool]:
-    """The distinct values, their counts, and whether drawing by value is the cheaper way."""
+def _levels(values: Floats, repeats: int) -> tuple[Floats, NDArray[np.int64], bool]:
+    """The distinct values, their counts, and whether each value repeats `repeats` times on
+    average (drawing by value is then the cheaper way)."""
     levels, counts = np.unique(values, return_counts=True)
-    return levels, counts, len(levels) * _REPEATS_TO_GROUP <= len(values)
+    return levels, counts, len(levels) * repeats <= len(values)
 
 
 def _chunks(total: int, width: int) -> list[tuple[int, int]]:
@@ -45,7 +49,7 @@ def resampled_means(values: Floats, *, resamples: int, seed: int) -> Floats:
     replacement)."""
     rng = np.random.default_rng(seed)
     n = len(values)
-    levels, counts, grouped = _levels(values)
+    levels, counts, grouped = _levels(values, _GROUP_RESAMPLES)
     if grouped:
         draws = rng.multinomial(n, counts / n, size=resamples)
         return np.asarray(draws @ levels / n, dtype=np.float64)
@@ -61,7 +65,7 @@ def flipped_sums(magnitudes: Floats, *, draws: int, seed: int) -> Floats:
     """Σ sᵢ·mᵢ for each of `draws` draws of independent fair signs sᵢ: a Monte Carlo sample of
     the sign-flip null distribution of a sum of paired differences."""
     rng = np.random.default_rng(seed)
-    levels, counts, grouped = _levels(magnitudes)
+    levels, counts, grouped = _levels(magnitudes, _GROUP_FLIPS)
     if grouped:
         heads = rng.binomial(counts, 0.5, size=(draws, len(levels)))
         return np.asarray((2 * heads - counts) @ levels, dtype=np.float64)

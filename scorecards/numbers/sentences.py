@@ -52,12 +52,13 @@ def significance_text(significance: Significance) -> str:
     s = significance
     if s.pairs == 0 or s.delta_pp is None or s.p_value is None or s.method is None:
         return "no paired cases"
-    lo, hi = s.ci_pp if s.ci_pp is not None else (s.delta_pp, s.delta_pp)
+    lo, hi = s.ci_pp or (s.delta_pp, s.delta_pp)
     places = _decimals(lo, hi)
     delta = f"Δ {_number(s.delta_pp, places, signed=True)} pp"
-    ci = f"[{_number(lo, places, signed=True)}, {_number(hi, places, signed=True)}]"
+    if s.ci_pp is not None:
+        delta += f" [{_number(lo, places, signed=True)}, {_number(hi, places, signed=True)}]"
     pairs = f"{s.pairs} pair" + ("" if s.pairs == 1 else "s")
-    return f"{delta} {ci}, {p_text(s.p_value)} ({_METHODS[s.method]}, {pairs}): {_verdict(s)}"
+    return f"{delta}, {p_text(s.p_value)} ({_METHODS[s.method]}, {pairs}): {_verdict(s)}"
 
 
 def _verdict(s: Significance) -> str:
@@ -65,6 +66,9 @@ def _verdict(s: Significance) -> str:
         return _VERDICTS[s.verdict]
     if s.detectable_pp is None:
         return "no detectable difference"
+    # Two figures between 0 and 1 cannot differ by more than 100 points.
+    if s.detectable_pp >= 100:
+        return "no detectable difference — too few pairs to detect any"
     return f"no detectable difference — these pairs detect ≥ {s.detectable_pp:.0f} pp"
 
 

@@ -43,7 +43,8 @@ def compare_passes(
         better = int(np.count_nonzero(differences > 0))
         worse = int(np.count_nonzero(differences < 0))
         return _significance(differences, "mcnemar_exact", mcnemar_p(better, worse), seed)
-    return _significance(differences, "paired_permutation", sign_flip_p(differences), seed)
+    p_value = sign_flip_p(differences, seed=seed)
+    return _significance(differences, "paired_permutation", p_value, seed)
 
 
 def compare_scores(
@@ -53,7 +54,8 @@ def compare_scores(
     permutation test."""
     _check_paired(a, b)
     differences = mean_scores(b) - mean_scores(a)
-    return _significance(differences, "paired_permutation", sign_flip_p(differences), seed)
+    p_value = sign_flip_p(differences, seed=seed)
+    return _significance(differences, "paired_permutation", p_value, seed)
 
 
 def _check_paired(a: Sequence[CaseTally], b: Sequence[CaseTally]) -> None:

@@ -183,15 +183,15 @@ def _exact_share(units: list[int], observed: int) -> float:
 
 
 def test_the_monte_carlo_permutation_of_many_repeating_differences_is_near_the_exact_one() -> None:
-    # 40 differences in fifths (20 of ±1, 12 of ±2, 8 of ±3): beyond enumeration, drawn by
-    # value. Observed: 13 - 7 = 6, 2·(7 - 5) = 4 and 3·(5 - 3) = 6, 16 fifths in all.
-    signed = [1] * 13 + [-1] * 7 + [2] * 7 + [-2] * 5 + [3] * 5 + [-3] * 3
+    # 200 differences in fifths (100 of ±1, 60 of ±2, 40 of ±3): beyond enumeration, drawn
+    # by value. Observed: 56 - 44 = 12, 2·(33 - 27) = 12 and 3·(22 - 18) = 12, 36 fifths.
+    signed = [1] * 56 + [-1] * 44 + [2] * 33 + [-2] * 27 + [3] * 22 + [-3] * 18
     exact = _exact_share([abs(s) for s in signed], sum(signed))
 
     p_value = sign_flip_p(np.array(signed) / 5)
 
-    # The Monte Carlo's standard error at 10,000 draws is about 0.003.
-    assert 0.05 < exact < 0.5
+    # The Monte Carlo's standard error at 10,000 draws is about 0.004.
+    assert exact == pytest.approx(0.1862, abs=1e-4)
     assert p_value == pytest.approx(exact, abs=0.01)
 
 
@@ -354,3 +354,32 @@ def test_the_sentence_of_an_improvement_a_narrow_interval_and_no_pairs() -> None
     assert compare_sentence(a=narrow, b=narrow, significance=none, figure="mean score") == (
         "mean score 60.2 % [59.8\u201360.6] vs 60.2 % [59.8\u201360.6]; no paired cases"
     )
+
+
+def test_one_pair_has_a_difference_and_no_interval() -> None:
+    significance = compare_passes(a=_once("p"), b=_once("f"))
+
+    assert (significance.delta_pp, significance.ci_pp, significance.p_value) == (-100.0, None, 1)
+    # (z₀.₉₇₅ + z₀.₈)·√1 / 1: more than two pass rates can differ by.
+    assert significance.detectable_pp == 280.16
+    assert compare_sentence(
+        a=pass_rate_estimate(_once("p")),
+        b=pass_rate_estimate(_once("f")),
+        significance=significance,
+    ).endswith(
+        "; \u0394 \u2212100 pp, p = 1 (McNemar, 1 pair): no detectable difference \u2014 too "
+        "few pairs to detect any"
+    )
+
+
+def test_the_seed_is_what_fixes_a_monte_carlo_p_value_and_the_interval() -> None:
+    rng = np.random.default_rng(11)
+    a = [CaseTally(passes=1, settled=1, score_sum=float(x)) for x in rng.random(40)]
+    b = [CaseTally(passes=1, settled=1, score_sum=float(x)) for x in rng.random(40)]
+
+    first = compare_scores(a=a, b=b, seed=1)
+
+    assert compare_scores(a=a, b=b, seed=1) == first
+    other = compare_scores(a=a, b=b, seed=2)
+    assert (other.p_value, other.ci_pp) != (first.p_value, first.ci_pp)
+    assert other.p_value == pytest.approx(first.p_value, abs=0.02)
