@@ -37,6 +37,7 @@ from stats import ms, pct
 from scorecards.numbers import (
     PERMUTATIONS,
     RESAMPLES,
+    SEED,
     CaseTally,
     Estimate,
     Pairs,
@@ -50,7 +51,6 @@ from scorecards.numbers import (
     pass_rate_estimate,
     sign_flip_p,
 )
-from scorecards.numbers.intervals import SEED
 from scorecards.numbers.tallies import fractions
 
 TARGET_S = 0.5
