@@ -383,3 +383,23 @@ def test_the_seed_is_what_fixes_a_monte_carlo_p_value_and_the_interval() -> None
     other = compare_scores(a=a, b=b, seed=2)
     assert (other.p_value, other.ci_pp) != (first.p_value, first.ci_pp)
     assert other.p_value == pytest.approx(first.p_value, abs=0.02)
+
+
+def test_the_significance_travels_with_the_fields_compare_replies_carry() -> None:
+    data = compare_passes(a=A_9_1, b=B_9_1).model_dump(mode="json")
+
+    assert set(data) == {
+        "pairs",
+        "discordant",
+        "delta_pp",
+        "ci_pp",
+        "p_value",
+        "method",
+        "verdict",
+        "detectable_pp",
+    }
+    assert isinstance(data["ci_pp"], list) and len(data["ci_pp"]) == 2
+    assert case_tests(a=A_9_1[:1], b=B_9_1[:1])[0].model_dump() == {
+        "p_value": 1.0,
+        "fdr_significant": False,
+    }
