@@ -207,6 +207,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--tries", type=int, default=7)
     parser.add_argument("--summary-json", default="", help="write the summary here as JSON")
+    # No database here: what run_all.py passes every benchmark is accepted and unused.
+    parser.add_argument("--sqlite", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--postgres", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     summary = Summary(title=f"numbers of a compare ({args.cases:,} cases per run)")
     load = os.getloadavg()[0]
