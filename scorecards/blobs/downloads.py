@@ -11,12 +11,11 @@ from runnercli.protocol import CasePathError, check_case_path
 from scorecards.blobs.models import Artifact
 from scorecards.blobs.store import blob_open
 from scorecards.links import key_may_exist
-from scorecards.selectors.runs import run_get
+from scorecards.selectors.runs import repeat_of, run_get
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
-    from scorecards.models import Run
 
 # Shown in the browser rather than downloaded: plain text and raster images, which cannot run
 # script on the server's origin. Anything else (HTML, SVG, …) is an attachment.
@@ -49,33 +48,13 @@ def artifact_path(path: str) -> str:
     return normal
 
 
-def _repeat_of(run: Run, repeat: str | int | None) -> int:
-    if repeat is None or repeat == "":
-        if run.repeats > 1:
-            raise Invalid(
-                {
-                    "repeat": [
-                        f"This run has {run.repeats} repeats: say which, 0 to {run.repeats - 1}."
-                    ]
-                }
-            )
-        return 0
-    try:
-        number = int(repeat)
-    except ValueError:
-        raise Invalid({"repeat": ["Must be an integer."]}) from None
-    if not 0 <= number < run.repeats:
-        raise Invalid({"repeat": [f"Must be between 0 and {run.repeats - 1}."]})
-    return number
-
-
 def artifact_find(
     *, user: User, run_id: int, key: str, path: str, repeat: str | int | None = None
 ) -> Artifact:
     """The artifact at `path` of the case's result on this repeat, for a member of the run's
     workspace (viewers included); NotFound for anyone else and for what does not exist."""
     run = run_get(user=user, run_id=run_id)
-    number = _repeat_of(run, repeat)
+    number = repeat_of(run, repeat)
     if not key_may_exist(key):
         raise NotFound(f"No artifact {path!r} for case {key!r} of run {run_id}.")
     artifact = (

@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import Conflict, Forbidden, Invalid, NoAnswer, NotFound
+from core.fields import ascii_int, query_int
 from runnercli.protocol import Ack, BlobRef, CasePathError, FsEntry, FsRequest, check_case_path
 from runnercli.protocol.world import fs_error_reason
 from runners.models import JobStatus, Runner, RunnerJob
@@ -73,13 +74,9 @@ def fs_path(path: str) -> str:
 
 def _leased_job(run: Run, key: str, repeat: str | int | None) -> RunnerJob:
     jobs = RunnerJob.objects.filter(run=run, case_key=key, status=JobStatus.LEASED)
-    if repeat is not None and repeat != "":
-        try:
-            number = int(repeat)
-        except ValueError:
-            raise Invalid({"repeat": ["Must be an integer."]}) from None
-        if not 0 <= number < run.repeats:
-            raise Invalid({"repeat": [f"Must be between 0 and {run.repeats - 1}."]})
+    # Without a repeat, the first one running.
+    number = query_int("repeat", repeat, highest=run.repeats - 1)
+    if number is not None:
         jobs = jobs.filter(repeat=number)
     if not key_may_exist(key):
         raise NotFound(f"Case {key!r} not found in run {run.pk}.")
@@ -204,15 +201,8 @@ def fs_requests_give_back(*, requests: Sequence[FsRequest]) -> None:
     """Requests taken by a poll whose caller had gone: open again for its next poll."""
     with transaction.atomic():
         CaseFsRequest.objects.filter(
-            pk__in=[int(r.request_id) for r in requests], answered_at__isnull=True
+            pk__in=[ascii_int(r.request_id) for r in requests], answered_at__isnull=True
         ).update(taken_at=None)
-
-
-def _request_id(request_id: str) -> int | None:
-    try:
-        return int(request_id)
-    except ValueError:
-        return None
 
 
 def fs_request_answer(
@@ -241,7 +231,7 @@ def fs_request_answer(
         held = Blob.objects.filter(workspace_id=workspace_id, sha256=blob.sha256).first()
         if held is None or held.size != blob.size:
             return Ack(accepted=False, reason=f"blob {blob.sha256} was not uploaded")
-    pk = _request_id(request_id)
+    pk = ascii_int(request_id)
     if pk is None:
         return Ack(accepted=False, reason=f"no open request {request_id} for this lease")
     with transaction.atomic():

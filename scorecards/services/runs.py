@@ -16,6 +16,7 @@ from django.utils import timezone
 from pydantic import ValidationError
 
 from core.errors import Forbidden, Invalid, NotFound, QuotaExceeded
+from core.fields import ascii_int
 from runnercli.protocol import (
     REPO_CAPABILITY_PREFIX,
     HarnessSpec,
@@ -47,7 +48,7 @@ from scorecards.services.results import run_complete
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
-# ASCII digits only: `\d` would take other scripts' digits, and `int()` would read them.
+# ASCII digits only: `\d` would take other scripts' digits.
 RUNTIME_RE = re.compile(r"^self:(any|[0-9]{1,18})$")
 MAX_CONCURRENCY = 256
 MAX_REPEATS = 20
@@ -62,13 +63,14 @@ class Target:
     candidates: list[Runner]
 
 
-def _parse_runtime(runtime: str) -> str:
+def _parse_runtime(runtime: str) -> int | None:
+    """The runner id a runtime names; None for `self:any`."""
     match = RUNTIME_RE.match(runtime or "")
     if match is None:
         raise Invalid(
             {"runtime": [f"Unknown runtime {runtime!r}: use `self:<runner_id>` or `self:any`."]}
         )
-    return match.group(1)
+    return None if match.group(1) == "any" else ascii_int(match.group(1))
 
 
 def runtime_resolve(
@@ -82,7 +84,7 @@ def runtime_resolve(
     """
     which = _parse_runtime(runtime)
     mine = Runner.objects.owned_by(user).active()
-    if which == "any":
+    if which is None:
         candidates = list(mine)
         if not candidates:
             raise NotFound("You have no runners: pair one on your account page first.")
@@ -95,7 +97,7 @@ def runtime_resolve(
         if not able:
             raise Invalid({"runtime": [_outdated(capable[0], features)]})
         return Target(runner=None, candidates=able)
-    runner = mine.filter(pk=int(which)).first()
+    runner = mine.filter(pk=which).first()
     if runner is None:
         raise NotFound(f"Runner {which} not found among your runners.")
     missing = sorted(set(capabilities) - set(runner.capabilities or []))

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.authentication import signed_in
 from core.errors import Conflict, Forbidden, Invalid, ServiceError
-from core.fields import ascii_int
+from core.fields import query_int
 from scorecards.links import case_url
 from scorecards.services.regrades import run_regrade
 from scorecards.services.verdicts import verdict_set, verdict_withdraw
@@ -25,13 +25,9 @@ def _text(exc: ServiceError) -> str:
 @page
 @require_POST
 def run_regrade_view(request: HttpRequest, run_id: int) -> HttpResponse:
-    version = request.POST.get("harness_version", "")
     try:
-        done = run_regrade(
-            user=signed_in(request),
-            run_id=run_id,
-            harness_version=ascii_int(version),
-        )
+        version = query_int("harness_version", request.POST.get("harness_version"))
+        done = run_regrade(user=signed_in(request), run_id=run_id, harness_version=version)
     except (Invalid, Forbidden, Conflict) as exc:
         messages.error(request, _text(exc))
     else:
