@@ -362,20 +362,3 @@ class VerdictEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.verdict} ({self.source})"
-
-
-# Blobs and artifacts are models of this app, defined beside their services; the
-# judgements of judge-graded cases (one per vote) too.
-from scorecards.blobs.models import Artifact, Blob, BlobUpload  # noqa: E402, F401
-
-# A member's requests for a running case's files (the fs rendezvous).
-from scorecards.files.models import CaseFsRequest  # noqa: E402, F401
-from scorecards.judging.models import Judgement  # noqa: E402, F401
-
-# The trace and screens of each attempt of a case (a package of their own).
-from scorecards.traces.models import (  # noqa: E402, F401
-    CaseScreens,
-    CaseTrace,
-    ScreenFrame,
-    TraceEvent,
-)

@@ -25,8 +25,7 @@ from runnercli.protocol import Ack, BlobRef, CasePathError, FsEntry, FsRequest, 
 from runnercli.protocol.world import fs_error_reason
 from runners.models import JobStatus, Runner, RunnerJob
 from runners.wakeup import notify_owners
-from scorecards.blobs.fence import lease_workspace
-from scorecards.blobs.models import Blob
+from scorecards.blobs.services import blob_held, lease_workspace
 from scorecards.files.models import CaseFsRequest, FsOp
 from scorecards.links import key_may_exist
 from scorecards.selectors.runs import run_get
@@ -34,6 +33,7 @@ from scorecards.selectors.runs import run_get
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
+    from scorecards.blobs.services import Blob
     from scorecards.models import Run
 
 # How often the waiting side reads the row: often at first (an answer usually comes within
@@ -228,8 +228,8 @@ def fs_request_answer(
     if blob is not None:
         if blob.size > settings.EVERDICT_MAX_ARTIFACT_BYTES:
             return Ack(accepted=False, reason="the file is over max_artifact_bytes")
-        held = Blob.objects.filter(workspace_id=workspace_id, sha256=blob.sha256).first()
-        if held is None or held.size != blob.size:
+        held = blob_held(workspace=workspace_id, sha256=blob.sha256, size=blob.size)
+        if held is None:
             return Ack(accepted=False, reason=f"blob {blob.sha256} was not uploaded")
     pk = ascii_int(request_id)
     if pk is None:

@@ -43,6 +43,8 @@ class Judgement(models.Model):
     settled_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        # Created as a table of the scorecards app: the move kept it (and its rows).
+        db_table = "scorecards_judgement"
         ordering = ["result_id", "vote"]
         constraints = [
             models.UniqueConstraint(fields=["result", "vote"], name="judgement_unique_vote"),

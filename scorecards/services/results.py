@@ -24,14 +24,14 @@ from runnercli.protocol import (
     ResultReport,
 )
 from runners import queue
-from runners.models import JobKind, Runner, RunnerJob
-from scorecards.blobs.artifacts import artifact_refusals, artifacts_record
-from scorecards.judging.services import judgement_fail, judgement_record, judgements_queue
+from runners.models import Runner, RunnerJob
+from scorecards import lifecycle
+from scorecards.lifecycle import LANES, Read, Stored
 from scorecards.models import Case, EventLevel, Run, RunStatus, Verdict
 from scorecards.models import CaseResult as CaseResultRow
 from scorecards.selectors.summary import run_summary
 from scorecards.services.events import event
-from scorecards.services.grading import Graded, Judged, grade_reports, shadow_of
+from scorecards.services.grading import Graded, grade_reports, shadow_of
 
 
 def _result_digest(result: CaseResult) -> str:
@@ -103,13 +103,13 @@ def results_submit(*, runner: Runner, reports: Sequence[ResultReport]) -> list[A
     graded = grade_reports(runner=runner, reports=reports)
     with transaction.atomic():
         runs = locked_runs_of([r.job_id for r in reports])
-        # A result naming a blob its workspace lacks is refused whole, before it settles:
-        # the runner uploads the blob and sends it again.
-        refusals = artifact_refusals(runner=runner, reports=reports)
+        # A result a feature refuses (naming a blob its workspace lacks) is refused whole,
+        # before it settles: the runner sends what was missing, then the result again.
+        refusals = lifecycle.result_refusals(runner=runner, reports=reports)
         settling = [r for r in reports if r.job_id not in refusals]
         settled = queue.jobs_settle(runner=runner, outcomes=[_outcome(r) for r in settling])
         accepted: dict[int, list[tuple[RunnerJob, CaseResult, Graded]]] = {}
-        judged: set[int] = set()
+        laned: set[int] = set()
         for report, settlement in zip(settling, settled, strict=True):
             job = settlement.job
             if settlement.resumed and job is not None and job.run_id in runs:
@@ -117,38 +117,29 @@ def results_submit(*, runner: Runner, reports: Sequence[ResultReport]) -> list[A
             if not settlement.ended or job is None or job.run_id not in runs:
                 continue
             outcome = graded[job.pk]
-            if isinstance(outcome, Judged):
-                judgement_record(
-                    run=runs[job.run_id],
-                    job=job,
-                    runner=runner,
-                    result=report.result,
-                    answer=outcome.answer,
-                    usage=outcome.usage,
+            if isinstance(outcome, Read):
+                run = runs[job.run_id]
+                outcome.lane.record(
+                    run=run, job=job, runner=runner, result=report.result, read=outcome.value
                 )
-                judged.add(job.run_id)
+                laned.add(job.run_id)
             else:
                 accepted.setdefault(job.run_id, []).append((job, report.result, outcome))
         for run_id, results in accepted.items():
             rows = _result_rows(runs[run_id], runner, results)
             CaseResultRow.objects.bulk_create(rows)
-            stored = zip(rows, [result for _, result, _ in results], strict=True)
-            artifacts_record(stored, runs[run_id].workspace_id)
-            _queue_judges(rows, [job for job, _, _ in results])
-        for run_id in sorted(accepted.keys() | judged):
+            stored = [
+                Stored(row=row, result=result, job=job)
+                for row, (job, result, _) in zip(rows, results, strict=True)
+            ]
+            lifecycle.stored_keep(run=runs[run_id], stored=stored)
+        for run_id in sorted(accepted.keys() | laned):
             run_advance(runs[run_id])
     acks = iter(s.ack() for s in settled)
     return [
         Ack(accepted=False, reason=refusals[r.job_id]) if r.job_id in refusals else next(acks)
         for r in reports
     ]
-
-
-def _queue_judges(rows: list[CaseResultRow], jobs: list[RunnerJob]) -> None:
-    """A judge-graded case that completed waits for its judges: their jobs take its place."""
-    for row, job in zip(rows, jobs, strict=True):
-        if row.verdict == Verdict.JUDGING:
-            judgements_queue(result=row, place=job.created_at)
 
 
 def _result_rows(
@@ -228,9 +219,11 @@ def resumed_event(run: Run, job: RunnerJob, runner: Runner) -> None:
 
 
 def record_error(run: Run, job: RunnerJob, reason: str, *, runner: Runner | None) -> None:
-    """Record that a job ended without a result: a case's `error`, or a judge's lost vote."""
-    if job.kind == JobKind.JUDGE:
-        judgement_fail(job=job, reason=reason)
+    """Record that a job ended without a result: a case's `error`, or the loss of another
+    lane's report (a judge's vote)."""
+    lane = LANES.get(job.kind)
+    if lane is not None:
+        lane.lost(job=job, reason=reason)
         return
     case = Case.objects.get(dataset_id=run.dataset_id, key=job.case_key)
     CaseResultRow.objects.get_or_create(

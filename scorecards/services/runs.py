@@ -23,10 +23,9 @@ from runnercli.protocol import (
     harness_digest,
     spec_features,
 )
-from runnercli.protocol.features import JUDGE_FEATURES
 from runners import queue
 from runners.models import Runner
-from scorecards.judging.services import judge_spec
+from scorecards import lifecycle
 from scorecards.models import (
     Case,
     Dispatched,
@@ -198,14 +197,8 @@ def run_start(
             capabilities=spec.required_capabilities(),
             features=spec_features(spec),
         )
-        if spec.grader.type == "judge":
-            # Its judges run on the same runners: one must be able to run them too.
-            runtime_resolve(
-                user=user,
-                runtime=runtime,
-                capabilities=judge_spec(spec).required_capabilities(),
-                features=JUDGE_FEATURES,
-            )
+        # What a feature needs of the run's runners besides its cases (its judges).
+        lifecycle.start_refusals(user=user, runtime=runtime, spec=spec)
         now = timezone.now()
         _check_quota(workspace, now)
         run = Run.objects.create(

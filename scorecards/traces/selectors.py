@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from core.errors import NotFound
 from core.fields import ascii_int, query_int
 from runners.models import JobAttempt, JobStatus, RunnerJob
-from scorecards.blobs.store import blob_open
+from scorecards.blobs.services import blob_open
 from scorecards.links import key_may_exist
 from scorecards.models import Run
 from scorecards.selectors.runs import repeat_of, run_get

@@ -17,25 +17,6 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 
-# Shown in the browser rather than downloaded: plain text and raster images, which cannot run
-# script on the server's origin. Anything else (HTML, SVG, …) is an attachment.
-INLINE_MEDIA_TYPES = frozenset(
-    {
-        "text/plain",
-        "text/markdown",
-        "text/csv",
-        "text/x-diff",
-        "text/x-patch",
-        "application/json",
-        "image/png",
-        "image/jpeg",
-        "image/gif",
-        "image/webp",
-    }
-)
-TEXT_MEDIA_TYPES = frozenset({"application/json", "application/x-ndjson", "application/xml"})
-
-
 def artifact_path(path: str) -> str:
     """A requested artifact path, normalised; Invalid (400) for one that could name anything
     outside a case's directory (NUL, `..`, absolute, a drive letter)."""
@@ -76,14 +57,6 @@ def artifact_url(run_id: int, key: str, path: str, repeat: int, repeats: int) ->
     """Where an artifact is downloaded: `/api/runs/<id>/artifacts?key=K&path=P[&repeat=N]`."""
     query = {"key": key, "path": path, **({"repeat": repeat} if repeats > 1 else {})}
     return f"/api/runs/{run_id}/artifacts?{urlencode(query)}"
-
-
-def is_inline(media_type: str) -> bool:
-    return media_type in INLINE_MEDIA_TYPES
-
-
-def is_text(media_type: str) -> bool:
-    return media_type.startswith("text/") or media_type in TEXT_MEDIA_TYPES
 
 
 def artifact_head(artifact: Artifact, limit: int) -> tuple[bytes, bool]:

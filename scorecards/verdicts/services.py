@@ -27,10 +27,9 @@ from scorecards.models import (
     VerdictEntry,
     VerdictSource,
 )
-from scorecards.selectors.runs import run_get
+from scorecards.selectors.runs import repeat_of, run_get
 from scorecards.selectors.workspaces import membership_for
 from scorecards.services.events import event
-from scorecards.traces.selectors import repeat_of
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

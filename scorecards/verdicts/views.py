@@ -11,8 +11,8 @@ from accounts.authentication import signed_in
 from core.errors import Conflict, Forbidden, Invalid, ServiceError
 from core.fields import query_int
 from scorecards.links import case_url
-from scorecards.services.regrades import run_regrade
-from scorecards.services.verdicts import verdict_set, verdict_withdraw
+from scorecards.verdicts.regrades import run_regrade
+from scorecards.verdicts.services import verdict_set, verdict_withdraw
 from scorecards.views.common import page
 
 

@@ -33,7 +33,7 @@ from scorecards.models import (
 from scorecards.selectors.summary import run_summary
 from scorecards.services.events import event
 from scorecards.services.runs import runtime_resolve
-from scorecards.services.verdicts import originals_record, run_for_member, run_restate
+from scorecards.verdicts.services import originals_record, run_for_member, run_restate
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
