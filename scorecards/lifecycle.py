@@ -68,8 +68,9 @@ class Lane(Protocol):
     ) -> None:
         """Record it in the settle transaction, the run's row locked."""
 
-    def lost(self, *, job: RunnerJob, reason: str) -> None:
-        """The job ended without a report (out of attempts, no runner, refused)."""
+    def lost(self, *, run: Run, job: RunnerJob, reason: str) -> None:
+        """The job ended without a report (out of attempts, no runner, refused); the run's
+        row is locked."""
 
 
 @dataclass(frozen=True)

@@ -85,8 +85,8 @@ class JudgeLane:
             run=run, job=job, runner=runner, result=result, answer=read.answer, usage=read.usage
         )
 
-    def lost(self, *, job: RunnerJob, reason: str) -> None:
-        judgement_fail(job=job, reason=reason)
+    def lost(self, *, run: Run, job: RunnerJob, reason: str) -> None:
+        judgement_fail(run=run, job=job, reason=reason)
 
 
 @results_stored

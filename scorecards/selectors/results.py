@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import F, QuerySet
+from django.db.models import F, Max, QuerySet
 from django.db.models.functions import Length, Substr
 
 from core.errors import Invalid
@@ -38,6 +38,11 @@ def verdicts_parse(value: str | None) -> list[str]:
 
 def limit_parse(value: str | int | None) -> int:
     return query_int("limit", value, default=RESULTS_PAGE, lowest=1, highest=MAX_RESULTS_PAGE)
+
+
+def last_result_seq(run: Run) -> int:
+    """The settlement number of the run's last result (0 before the first)."""
+    return CaseResult.objects.filter(run=run).aggregate(last=Max("seq"))["last"] or 0
 
 
 def results_of(run: Run, verdicts: Sequence[str] = ()) -> QuerySet[CaseResult]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Max, Q, Subquery
+from django.db.models import Q, Subquery
 from django.utils import timezone
 
 from core.errors import Invalid
@@ -29,8 +29,11 @@ from scorecards import lifecycle
 from scorecards.lifecycle import LANES, Read, Stored
 from scorecards.models import Case, EventLevel, Run, RunStatus, Verdict
 from scorecards.models import CaseResult as CaseResultRow
+from scorecards.scoring import Grade
+from scorecards.selectors.results import last_result_seq
 from scorecards.selectors.summary import run_summary
 from scorecards.services.events import event
+from scorecards.services.grades import settled_fields
 from scorecards.services.grading import Graded, grade_reports, shadow_of
 
 
@@ -156,18 +159,15 @@ def _result_rows(
             seq=seq,
             attempt_id=job.current_attempt_id,
             runner=runner,
-            verdict=graded.grade.verdict,
-            score=min(1.0, max(0.0, graded.grade.score)),
             status=result.status,
             output=graded.output,
-            error="" if graded.grade.verdict != Verdict.ERROR else graded.grade.detail,
-            reason=graded.grade.detail[:1000],
             exit_code=result.exit_code,
             stderr_tail=graded.stderr_tail,
             duration_ms=result.duration_ms,
             usage=graded.usage,
             provenance=provenance,
             fingerprint=result.fingerprint.model_dump(mode="json"),
+            **settled_fields(graded.grade),
         )
         for seq, (job, result, graded) in enumerate(results, start=first)
     ]
@@ -175,8 +175,7 @@ def _result_rows(
 
 def next_result_seq(run: Run) -> int:
     """The settlement number of the run's next result (the run's row is locked)."""
-    last = CaseResultRow.objects.filter(run=run).aggregate(last=Max("seq"))["last"]
-    return (last or 0) + 1
+    return last_result_seq(run) + 1
 
 
 def failure_report(
@@ -223,7 +222,7 @@ def record_error(run: Run, job: RunnerJob, reason: str, *, runner: Runner | None
     lane's report (a judge's vote)."""
     lane = LANES.get(job.kind)
     if lane is not None:
-        lane.lost(job=job, reason=reason)
+        lane.lost(run=run, job=job, reason=reason)
         return
     case = Case.objects.get(dataset_id=run.dataset_id, key=job.case_key)
     CaseResultRow.objects.get_or_create(
@@ -234,11 +233,8 @@ def record_error(run: Run, job: RunnerJob, reason: str, *, runner: Runner | None
             "seq": next_result_seq(run),
             "attempt_id": job.current_attempt_id,
             "runner": runner,
-            "verdict": Verdict.ERROR,
-            "score": 0.0,
             "status": "error",
-            "error": reason[:1000],
-            "reason": reason[:1000],
+            **settled_fields(Grade(verdict="error", score=0.0, detail=reason)),
             "provenance": provenance_for(runner, run) if runner else {},
         },
     )

@@ -24,6 +24,7 @@ from scorecards.selectors.cursors import cursor_decode, cursor_encode
 from scorecards.selectors.results import (
     FAILURES,
     RESULTS_PAGE,
+    last_result_seq,
     results_after,
     run_overview,
     verdicts_parse,
@@ -106,7 +107,7 @@ def _pair(run: Run) -> list[dict[str, Any]]:
 
 def _live(run: Run, logs: list[dict[str, Any]], results: dict[str, Any]) -> dict[str, Any]:
     """What the page's script needs to follow the run from where the page left off."""
-    last_result = run.results.aggregate(last=Max("seq"))["last"] or 0
+    last_result = last_result_seq(run)
     last_event = run.events.aggregate(last=Max("pk"))["last"] or 0
     return {
         "id": run.pk,
