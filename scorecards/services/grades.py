@@ -36,8 +36,16 @@ GRADE_FIELDS = ("verdict", "score", "grader_verdict", "grader_score", "reason", 
 # What the writer reads of each result: its grade, whether a person's verdict stands, and
 # when it settled (its first history entry's time).
 GRADE_STATE = ("pk", *GRADE_FIELDS, "verdict_by_id", "created_at")
-PERSON_FIELDS = ["verdict", "score", "verdict_by", "verdict_at", "verdict_note"]
-PERSON_FIELDS += ["grader_verdict", "grader_score"]
+# What a person's verdict sets, and takes back when withdrawn.
+PERSON_FIELDS = [
+    "verdict",
+    "score",
+    "verdict_by",
+    "verdict_at",
+    "verdict_note",
+    "grader_verdict",
+    "grader_score",
+]
 WRITE_BATCH = 500
 
 Fields = tuple[str, float, str, float | None, str, str]

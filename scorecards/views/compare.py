@@ -8,18 +8,12 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from accounts.authentication import signed_in
-from core.errors import Invalid, NotFound, ServiceError
+from core.errors import Invalid, NotFound
 from core.fields import query_int
 from scorecards.selectors.compare import output_diffs, run_compare
 from scorecards.selectors.runs import runs_latest
 from scorecards.selectors.workspaces import membership_for
-from scorecards.views.common import page
-
-
-def _error_text(exc: ServiceError) -> str:
-    if isinstance(exc.detail, dict):
-        return "; ".join(str(r) for reasons in exc.detail.values() for r in reasons)
-    return str(exc.detail)
+from scorecards.views.common import error_text, page
 
 
 @page
@@ -38,7 +32,7 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
         try:
             comparison = run_compare(user=user, workspace_slug=slug, a=a, b=b)
         except (Invalid, NotFound) as exc:
-            error = _error_text(exc)
+            error = error_text(exc)
             status = exc.status
         else:
             output_diffs(comparison)
