@@ -9,10 +9,12 @@ from typing import Any
 
 from django.utils import timezone
 
+from runnercli.protocol import HarnessSpec
 from runners import queue
 from runners.models import JobStatus, RunnerJob
 from scorecards.models import Case, CaseResult, DatasetVersion, Run, RunStatus, Workspace
 from scorecards.services import harness_create
+from scorecards.services.jobs import case_job
 
 ECHO: dict[str, Any] = {
     "command": ["python", "-c", "print('{input.text}')"],
@@ -65,12 +67,17 @@ def seeded_run(
         started_at=now,
         finished_at=now,
     )
+    plan = case_job(run=run, spec=HarnessSpec.model_validate(harness.spec), name=name)
     queue.jobs_park(
         owner_id=user.pk,
         runner_id=None,
         run_id=run.pk,
-        shared={},
-        cases=[(f"c{i}", {"i": i}, r) for r in range(repeats) for i in range(cases)],
+        shared=plan.shared,
+        jobs=[
+            (f"c{i}", r, plan.own(f"c{i}", {"i": i}, r))
+            for r in range(repeats)
+            for i in range(cases)
+        ],
         required_capabilities=[],
         admit=0,
         max_attempts=1,

@@ -1,14 +1,10 @@
 """`make demo`: the whole product on one machine, from a fresh clone to a scored run.
 
-Migrates the embedded database, seeds a `demo` workspace (user demo/demo, a harness that
-runs a small local Python script, ten cases of which three fail by design; and two service
-harnesses over three pages: `demo-web`, whose `page` service is a process serving the case's
-directory, and `demo-web-docker`, which adds a container service — "needs docker" on the run
-form where no Docker daemon answers), starts the server and the scheduler, pairs a runner on
+Migrates the embedded database, seeds the `demo` workspace from the table of
+`everdict.demo_seed` (user demo/demo), starts the server and the scheduler, pairs a runner on
 this machine, starts it, dispatches a run to it, prints the scorecard and keeps serving until
-Ctrl-C. Every process it starts runs in
-a process group of its own and is stopped on the way out. A second start reuses what the
-first one seeded.
+Ctrl-C. Every process it starts runs in a process group of its own and is stopped on the way
+out. A second start reuses what the first one seeded.
 
     python -m everdict.demo [--port 8000] [--state-dir var]
 """
@@ -26,8 +22,19 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from everdict.demo_browser import BROWSER_DATASET, BROWSER_HARNESS, has_chromium, seed_browser
-from everdict.demo_judge import JUDGED_ALLOWS, JUDGED_HARNESS, seed_judged
+from everdict.demo_browser import BROWSER_DATASET, BROWSER_HARNESS, has_chromium
+from everdict.demo_judge import JUDGED_HARNESS
+from everdict.demo_seed import (
+    ALLOWED,
+    DATASET,
+    HARNESS,
+    PASSWORD,
+    USERNAME,
+    WORKSPACE,
+    demo_seed,
+    demo_user,
+)
+from everdict.demo_web import WEB_DOCKER_HARNESS, demo_static_image
 from everdict.processes import (
     Proc,
     ProcessExited,
@@ -43,91 +50,9 @@ from everdict.processes import (
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
-USERNAME = PASSWORD = "demo"
-WORKSPACE = "demo"
-HARNESS = "demo-echo"
-DATASET = "demo-questions"
 RUNNER_LABEL = "this machine (demo)"
 CONCURRENCY = 2  # the runner is started with --max-concurrent 2 to match
 HOST = "127.0.0.1"
-
-CASES: list[dict[str, Any]] = [
-    {"key": "add", "input": {"task": "add", "a": 17, "b": 25, "prompt": "What is 17 + 25?"},
-     "expected": "42"},
-    {"key": "reverse", "input": {"task": "reverse", "text": "stressed",
-     "prompt": "Reverse the word 'stressed'."}, "expected": "desserts"},
-    {"key": "upper", "input": {"task": "upper", "text": "everdict",
-     "prompt": "Shout 'everdict'."}, "expected": "EVERDICT"},
-    {"key": "capital-france", "input": {"task": "capital", "country": "France",
-     "prompt": "What is the capital of France?"}, "expected": "Paris"},
-    {"key": "capital-australia", "input": {"task": "capital", "country": "Australia",
-     "prompt": "What is the capital of Australia?"}, "expected": "Canberra"},
-    {"key": "vowels", "input": {"task": "vowels", "text": "evaluation",
-     "prompt": "How many vowels are in 'evaluation'?"}, "expected": "6"},
-    {"key": "sort", "input": {"task": "sort", "text": "pear apple fig",
-     "prompt": "Sort: pear apple fig."}, "expected": "apple fig pear"},
-    {"key": "translate", "input": {"task": "translate", "text": "thank you",
-     "prompt": "'thank you' in French?"}, "expected": "merci"},
-    {"key": "power", "input": {"task": "power", "base": 2, "exponent": 10,
-     "prompt": "What is 2 to the power of 10?"}, "expected": "1024"},
-    {"key": "trivia", "input": {"task": "trivia",
-     "prompt": "In which year did the first Moon landing happen?"}, "expected": "1969"},
-]  # fmt: skip
-
-
-def harness_spec() -> dict[str, Any]:
-    """Run the demo harness with this interpreter: no PATH lookup, no shell."""
-    script = Path(__file__).resolve().parent / "demo_harness.py"
-    return {
-        "command": [sys.executable, str(script)],
-        "env": {"PYTHONUNBUFFERED": "1"},
-        "timeout_s": 60,
-        "capabilities": ["python"],
-        "output": "json",
-        "grader": {"type": "contains", "field": "result"},
-    }
-
-
-WEB_HARNESS = "demo-web"
-WEB_DOCKER_HARNESS = "demo-web-docker"
-WEB_DATASET = "demo-pages"
-# Made on this machine (`everdict.demo_image`) when Docker answers: nothing is pulled.
-STATIC_IMAGE = "everdict-demo/static:1"
-STATIC_PAGE = "served from a container"
-WEB_CASES: list[dict[str, Any]] = [
-    {"key": f"page-{word}", "input": {"text": f"a page about {word}"},
-     "expected": f"a page about {word}"}
-    for word in ("cats", "tea", "rain")
-]  # fmt: skip
-
-
-def web_harness_spec(*, docker: bool) -> dict[str, Any]:
-    """The demo's service harness: a process service serving the case's directory (and, for
-    the docker variant, a container service) and a case that fetches from them."""
-    script = Path(__file__).resolve().parent / "demo_web_harness.py"
-    page = {
-        "scope": "case",
-        "cwd": "case",
-        "run": [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "{port}"],
-        "ready": {"http": "/", "timeout_s": 30},
-    }
-    services: dict[str, Any] = {"page": page}
-    if docker:
-        services["static"] = {
-            "image": STATIC_IMAGE,
-            "command": ["/bin/httpd", "-f", "-v", "-p", "8080", "-h", "/www"],
-            "ports": [8080],
-            "ready": {"http": "/", "port": 8080, "timeout_s": 30},
-        }
-    return {
-        "command": [sys.executable, str(script), "{service.page.url}"],
-        "env": {"PYTHONUNBUFFERED": "1"},
-        "timeout_s": 60,
-        "capabilities": ["python"],
-        "output": "json",
-        "grader": {"type": "contains", "field": "result"},
-        "services": services,
-    }
 
 
 class DemoError(Exception):
@@ -135,83 +60,6 @@ class DemoError(Exception):
 
 
 # ------------------------------------------------------------------ seeding
-
-
-def demo_user() -> User:
-    from django.contrib.auth import get_user_model
-
-    user, _ = get_user_model().objects.get_or_create(username=USERNAME)
-    user.set_password(PASSWORD)  # a second start still logs in with demo/demo
-    user.save()
-    return user
-
-
-def demo_seed(user: User) -> None:
-    """Create the workspace, harness and dataset, or a new version when they changed."""
-    from runnercli.protocol import HarnessSpec
-    from scorecards.models import Case, DatasetVersion, HarnessVersion, Workspace
-    from scorecards.services import dataset_create, harness_create, workspace_create
-
-    if not Workspace.objects.filter(slug=WORKSPACE).exists():
-        workspace_create(user=user, slug=WORKSPACE, name="Demo")
-    spec = HarnessSpec.model_validate(harness_spec()).model_dump(mode="json")
-    harness = HarnessVersion.objects.filter(workspace__slug=WORKSPACE, name=HARNESS).first()
-    if harness is None or harness.spec != spec:
-        harness_create(user=user, workspace_slug=WORKSPACE, name=HARNESS, spec=spec)
-    dataset = DatasetVersion.objects.filter(workspace__slug=WORKSPACE, name=DATASET).first()
-    stored = (
-        list(Case.objects.filter(dataset=dataset).values("key", "input", "expected"))
-        if dataset
-        else None
-    )
-    if stored != CASES:
-        dataset_create(user=user, workspace_slug=WORKSPACE, name=DATASET, cases=CASES)
-    seed_browser(user, WORKSPACE)
-    seed_judged(user, WORKSPACE)
-    _seed_web(user)
-
-
-def _seed_web(user: User) -> None:
-    """The service harnesses and their pages, or new versions when they changed."""
-    from runnercli.protocol import HarnessSpec
-    from scorecards.models import Case, DatasetVersion, HarnessVersion
-    from scorecards.services import dataset_create, harness_create
-
-    for name, docker in ((WEB_HARNESS, False), (WEB_DOCKER_HARNESS, True)):
-        spec = HarnessSpec.model_validate(web_harness_spec(docker=docker)).model_dump(mode="json")
-        found = (
-            HarnessVersion.objects.filter(workspace__slug=WORKSPACE, name=name)
-            .order_by("-version")
-            .first()
-        )
-        if found is None or found.spec != spec:
-            harness_create(user=user, workspace_slug=WORKSPACE, name=name, spec=spec)
-    dataset = DatasetVersion.objects.filter(workspace__slug=WORKSPACE, name=WEB_DATASET).first()
-    stored = (
-        list(Case.objects.filter(dataset=dataset).values("key", "input", "expected"))
-        if dataset
-        else None
-    )
-    if stored != WEB_CASES:
-        dataset_create(user=user, workspace_slug=WORKSPACE, name=WEB_DATASET, cases=WEB_CASES)
-
-
-def demo_static_image() -> str | None:
-    """Make the container service's image when Docker answers; None when it can, else why
-    `demo-web-docker` cannot run here."""
-    import asyncio
-
-    from runnercli.services.daemon import daemon_problem
-
-    if (problem := asyncio.run(daemon_problem())) is not None:
-        return problem
-    try:
-        from everdict.demo_image import busybox_image
-
-        busybox_image(STATIC_IMAGE, STATIC_PAGE)
-    except Exception as exc:
-        return f"cannot make {STATIC_IMAGE}: {exc}"
-    return None
 
 
 def demo_runner(user: User, config_file: Path, server: str) -> Any:
@@ -490,15 +338,7 @@ def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console
             "--max-concurrent",
             "2",
             # The demo's own harnesses, and nothing else: anything else would be refused.
-            "--allow",
-            f"{WORKSPACE}/{HARNESS}",
-            "--allow",
-            f"{WORKSPACE}/{BROWSER_HARNESS}",
-            "--allow",
-            f"{WORKSPACE}/{WEB_HARNESS}",
-            "--allow",
-            f"{WORKSPACE}/{WEB_DOCKER_HARNESS}",
-            *[arg for name in JUDGED_ALLOWS for arg in ("--allow", f"{WORKSPACE}/{name}")],
+            *[arg for name in ALLOWED for arg in ("--allow", f"{WORKSPACE}/{name}")],
         ],
         runner_env,
     )

@@ -40,25 +40,3 @@ def has_chromium() -> bool:
     except ImportError:
         return False
     return any(shutil.which(name) for name in ("chromium", "chromium-browser"))
-
-
-def seed_browser(user: Any, workspace: str) -> None:
-    """The browser harness and its dataset, or a new version of either when it changed."""
-    from runnercli.protocol import HarnessSpec
-    from scorecards.models import Case, DatasetVersion, HarnessVersion
-    from scorecards.services import dataset_create, harness_create
-
-    spec = HarnessSpec.model_validate(browser_spec()).model_dump(mode="json")
-    harness = HarnessVersion.objects.filter(workspace__slug=workspace, name=BROWSER_HARNESS).first()
-    if harness is None or harness.spec != spec:
-        harness_create(user=user, workspace_slug=workspace, name=BROWSER_HARNESS, spec=spec)
-    dataset = DatasetVersion.objects.filter(workspace__slug=workspace, name=BROWSER_DATASET).first()
-    stored = (
-        list(Case.objects.filter(dataset=dataset).values("key", "input", "expected"))
-        if dataset
-        else None
-    )
-    if stored != BROWSER_CASES:
-        dataset_create(
-            user=user, workspace_slug=workspace, name=BROWSER_DATASET, cases=BROWSER_CASES
-        )

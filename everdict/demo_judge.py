@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import User
+    pass
 
 JUDGED_HARNESS = "demo-judged"
 # What a member allows for it: the harness, and its judge (allowed like a harness).
@@ -40,15 +40,3 @@ def judged_harness_spec() -> dict[str, Any]:
             },
         },
     }
-
-
-def seed_judged(user: User, workspace: str) -> None:
-    """The judged harness, or a new version of it when it changed."""
-    from runnercli.protocol import HarnessSpec
-    from scorecards.models import HarnessVersion
-    from scorecards.services import harness_create
-
-    spec = HarnessSpec.model_validate(judged_harness_spec()).model_dump(mode="json")
-    found = HarnessVersion.objects.filter(workspace__slug=workspace, name=JUDGED_HARNESS).first()
-    if found is None or found.spec != spec:
-        harness_create(user=user, workspace_slug=workspace, name=JUDGED_HARNESS, spec=spec)

@@ -70,6 +70,13 @@ INSTALLED_APPS = [
     "accounts",
     "runners",
     "scorecards",
+    # The features of a case's world, each an app of its own beside the runs they serve.
+    "scorecards.blobs",
+    "scorecards.traces",
+    "scorecards.files",
+    "scorecards.judging",
+    "scorecards.verdicts",
+    "scorecards.cases",
     "mcpgateway",
 ]
 

@@ -11,10 +11,10 @@ from pydantic import Field
 
 from mcpgateway.auth import current_principal
 from mcpgateway.calls import in_thread
-from scorecards.blobs.downloads import artifact_find, artifact_head
-from scorecards.replies.artifacts import ArtifactContent
-from scorecards.replies.cases import CaseReply
-from scorecards.selectors.cases import case_detail
+from scorecards.blobs.replies import ArtifactContent
+from scorecards.blobs.selectors import artifact_find, artifact_head
+from scorecards.cases.replies import CaseReply
+from scorecards.cases.selectors import case_detail
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

@@ -18,7 +18,7 @@ from mcpgateway.auth import current_principal
 from mcpgateway.calls import in_thread
 from runnercli.protocol import MAX_ARTIFACTS_PER_RESULT, MAX_BLOB_CHUNK_BYTES, BlobAck, BlobHoldings
 from runnercli.protocol.results import Sha256
-from scorecards.blobs import job_blob_holdings, job_blob_put
+from scorecards.blobs.services import job_blob_holdings, job_blob_put
 
 # The base64 of a whole chunk, padding included.
 MAX_CHUNK_BASE64_CHARS = 4 * -(-MAX_BLOB_CHUNK_BYTES // 3)

@@ -32,10 +32,10 @@ from runnercli.protocol import (
 )
 from runners import wakeup
 from runners.queue.longpoll import cancel_once
-from scorecards.blobs.store import blob_open
+from scorecards.blobs.services import blob_open
+from scorecards.files.replies import CaseFileContent, CaseFiles
 from scorecards.files.services import fs_answer_get, fs_request_answer, fs_requests_give_back
 from scorecards.files.services import fs_requests_take as take
-from scorecards.replies.files import CaseFileContent, CaseFiles
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

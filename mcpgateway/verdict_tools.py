@@ -12,10 +12,10 @@ from pydantic import Field
 
 from mcpgateway.auth import current_principal
 from mcpgateway.calls import in_thread
-from scorecards.replies.verdicts import RegradeReply, VerdictReply
 from scorecards.selectors.summary import run_summary
-from scorecards.services.regrades import run_regrade
-from scorecards.services.verdicts import MAX_NOTE_CHARS, verdict_set, verdict_withdraw
+from scorecards.verdicts.regrades import run_regrade
+from scorecards.verdicts.replies import RegradeReply, VerdictReply
+from scorecards.verdicts.services import MAX_NOTE_CHARS, verdict_set, verdict_withdraw
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

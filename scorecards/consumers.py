@@ -20,8 +20,8 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from core.errors import NotFound
-from core.fields import ascii_int
+from core.errors import Invalid, NotFound
+from core.fields import query_int
 from scorecards.live import Watch, run_changes
 from scorecards.selectors.runs import run_get
 
@@ -30,13 +30,23 @@ POLL_S = 0.5
 GRACE_S = 3.0
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
+# A sequence number that is not ASCII digits.
+CLOSE_BAD_REQUEST = 4400
+AFTER = ("after", "results_after", "events_after")
 CLOSE_SERVER_ERROR = 1011
 
 log = logging.getLogger(__name__)
 
 
-def _number(query: dict[str, list[str]], name: str) -> int:
-    return ascii_int(query.get(name, ["0"])[0]) or 0
+def _watch(query_string: bytes) -> Watch:
+    """Where the page stands (`?after=&results_after=&events_after=`, 0 when absent)."""
+    query = parse_qs(query_string.decode())
+    after = {name: query_int(name, query.get(name, [""])[0], default=0) for name in AFTER}
+    return Watch(
+        logs_after=after["after"],
+        results_after=after["results_after"],
+        events_after=after["events_after"],
+    )
 
 
 class RunConsumer(AsyncJsonWebsocketConsumer):
@@ -45,7 +55,8 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
 
     async def connect(self) -> None:
         self.user = self.scope.get("user")
-        self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
+        # The route's `int` converter made it a number already.
+        self.run_id: int = self.scope["url_route"]["kwargs"]["run_id"]
         if self.user is None or not self.user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
@@ -54,12 +65,11 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         except NotFound:
             await self.close(code=CLOSE_NOT_FOUND)
             return
-        query = parse_qs(self.scope.get("query_string", b"").decode())
-        self.watch = Watch(
-            logs_after=_number(query, "after"),
-            results_after=_number(query, "results_after"),
-            events_after=_number(query, "events_after"),
-        )
+        try:
+            self.watch = _watch(self.scope.get("query_string", b""))
+        except Invalid:
+            await self.close(code=CLOSE_BAD_REQUEST)
+            return
         await self.accept()
         self.follower = asyncio.create_task(self.follow())
 

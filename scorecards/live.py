@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from runners.models import JobStatus, RunnerJob
+from scorecards import lifecycle
 from scorecards.models import Run, RunEvent
 from scorecards.replies.results import result_items
 from scorecards.replies.runs import LogLine, RunSummary
 from scorecards.selectors.results import results_after
 from scorecards.selectors.runs import run_logs
 from scorecards.selectors.summary import run_summary
-from scorecards.traces.live import running_changes
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -37,8 +37,8 @@ class Watch:
     results_after: int = 0
     events_after: int = 0
     state: tuple[Any, ...] | None = field(default=None)
-    # The running cases' current step and newest frame as last sent, by job id.
-    running: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    # What each live part (the running cases' step and frame) last sent, by its name.
+    parts: dict[str, lifecycle.Seen] = field(default_factory=dict)
 
 
 def run_changes(*, user: User, run: Run, watch: Watch) -> tuple[list[dict[str, Any]], bool]:
@@ -83,7 +83,8 @@ def run_changes(*, user: User, run: Run, watch: Watch) -> tuple[list[dict[str, A
                 ],
             }
         )
-    if (cases := running_changes(run, watch.running)) is not None:
-        messages.append(cases)
+    for name, part in lifecycle.LIVE_PARTS.items():
+        if (message := part(run, watch.parts.setdefault(name, {}))) is not None:
+            messages.append(message)
     more = len(lines) == LIVE_BATCH or len(items) == LIVE_BATCH or len(events) == LIVE_EVENTS
     return messages, more

@@ -23,6 +23,10 @@ class Role(models.TextChoices):
     VIEWER = "viewer"
 
 
+# What a reason, an error, a person's note or an event's message may hold: their columns'
+# length, to which every writer cuts them.
+TEXT_CHARS = 1000
+
 # Each role can do what the ones after it can.
 ROLE_RANK = {Role.VIEWER: 0, Role.MEMBER: 1, Role.ADMIN: 2, Role.OWNER: 3}
 
@@ -256,7 +260,7 @@ class RunEvent(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
     at = models.DateTimeField(default=timezone.now)
     level = models.CharField(max_length=10, choices=EventLevel.choices, default=EventLevel.INFO)
-    message = models.CharField(max_length=1000)
+    message = models.CharField(max_length=TEXT_CHARS)
 
     class Meta:
         ordering = ["at", "id"]
@@ -292,8 +296,8 @@ class CaseResult(models.Model):
     score = models.FloatField(default=0.0)
     status = models.CharField(max_length=20)
     output = models.TextField(blank=True)
-    error = models.CharField(max_length=1000, blank=True)
-    reason = models.CharField(max_length=1000, blank=True, help_text="The grader's reason.")
+    error = models.CharField(max_length=TEXT_CHARS, blank=True)
+    reason = models.CharField(max_length=TEXT_CHARS, blank=True, help_text="The grader's reason.")
     exit_code = models.IntegerField(null=True, blank=True)
     stderr_tail = models.TextField(blank=True)
     duration_ms = models.PositiveIntegerField(default=0)
@@ -310,7 +314,7 @@ class CaseResult(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     verdict_at = models.DateTimeField(null=True, blank=True)
-    verdict_note = models.CharField(max_length=1000, blank=True)
+    verdict_note = models.CharField(max_length=TEXT_CHARS, blank=True)
     grader_verdict = models.CharField(max_length=10, choices=Verdict.choices, blank=True)
     grader_score = models.FloatField(null=True, blank=True)
 
@@ -345,7 +349,7 @@ class VerdictEntry(models.Model):
     result = models.ForeignKey(CaseResult, on_delete=models.CASCADE, related_name="verdicts")
     verdict = models.CharField(max_length=10, choices=Verdict.choices)
     score = models.FloatField(default=0.0)
-    reason = models.CharField(max_length=1000, blank=True)
+    reason = models.CharField(max_length=TEXT_CHARS, blank=True)
     source = models.CharField(max_length=10, choices=VerdictSource.choices)
     harness = models.ForeignKey(
         HarnessVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -353,7 +357,7 @@ class VerdictEntry(models.Model):
     by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    note = models.CharField(max_length=1000, blank=True)
+    note = models.CharField(max_length=TEXT_CHARS, blank=True)
     counted = models.BooleanField(default=True)
     at = models.DateTimeField(default=timezone.now)
 
@@ -362,20 +366,3 @@ class VerdictEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.verdict} ({self.source})"
-
-
-# Blobs and artifacts are models of this app, defined beside their services; the
-# judgements of judge-graded cases (one per vote) too.
-from scorecards.blobs.models import Artifact, Blob, BlobUpload  # noqa: E402, F401
-
-# A member's requests for a running case's files (the fs rendezvous).
-from scorecards.files.models import CaseFsRequest  # noqa: E402, F401
-from scorecards.judging.models import Judgement  # noqa: E402, F401
-
-# The trace and screens of each attempt of a case (a package of their own).
-from scorecards.traces.models import (  # noqa: E402, F401
-    CaseScreens,
-    CaseTrace,
-    ScreenFrame,
-    TraceEvent,
-)

@@ -33,6 +33,10 @@ class Grade:
     detail: str = ""
 
 
+# A judge grader's verdict waits for its judge jobs (`scorecards.judging`): none counts yet.
+JUDGING = Grade(verdict="judging", score=0.0, detail="judging")
+
+
 def _passed(detail: str = "") -> Grade:
     return Grade(verdict="pass", score=1.0, detail=detail)
 
@@ -138,9 +142,8 @@ def grade(
     if status != "completed":
         return _errored(_STATUS_REASONS.get(status, f"runner reported status {status!r}"))
     grader = spec.grader
-    # A judge grader's verdict waits for its judge jobs (scorecards.judging).
     if grader.type == "judge":
-        return Grade(verdict="judging", score=0.0, detail="judging")
+        return JUDGING
     # The exit_code grader judges the process, not what it printed.
     if grader.type == "exit_code":
         return _grade_exit_code(exit_code, expected)

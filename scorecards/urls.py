@@ -1,14 +1,18 @@
-"""Routes of the scorecards app: pages, the REST API under /api/, and the run page's socket."""
+"""Routes of the scorecards app and its features: pages, the REST API under /api/, and the run
+page's socket. The one module that names every feature: each brings its own `urls`."""
 
 from __future__ import annotations
 
 from django.urls import path
 
 from scorecards import views
-from scorecards.api import artifacts, catalog, files, results, runs, verdicts, workspaces
+from scorecards.api import catalog, results, runs, workspaces
+from scorecards.blobs import urls as blobs_urls
+from scorecards.cases import urls as cases_urls
 from scorecards.consumers import RunConsumer
-from scorecards.links import case_patterns
+from scorecards.files import urls as files_urls
 from scorecards.traces import urls as traces_urls
+from scorecards.verdicts import urls as verdicts_urls
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -22,9 +26,8 @@ urlpatterns = [
     path("runs/<int:run_id>/", views.run_detail, name="run"),
     path("runs/<int:run_id>/cancel", views.run_cancel_view, name="run-cancel"),
     path("runs/<int:run_id>/rerun", views.run_rerun_view, name="run-rerun"),
-    path("runs/<int:run_id>/regrade", views.run_regrade_view, name="run-regrade"),
-    path("runs/<int:run_id>/verdict", views.case_verdict_view, name="run-verdict"),
-    *case_patterns(views.case_page, "case", slash=True),
+    *verdicts_urls.urlpatterns,
+    *cases_urls.urlpatterns,
 ]
 
 api_urlpatterns = [
@@ -45,8 +48,6 @@ api_urlpatterns = [
     path("runs/<int:run_id>/cancel", runs.RunCancelView.as_view(), name="api-run-cancel"),
     path("runs/<int:run_id>/rerun", runs.RunRerunView.as_view(), name="api-run-rerun"),
     path("runs/<int:run_id>/compare", runs.RunCompareView.as_view(), name="api-run-compare"),
-    path("runs/<int:run_id>/regrade", verdicts.RunRegradeView.as_view(), name="api-run-regrade"),
-    path("runs/<int:run_id>/verdict", verdicts.RunVerdictView.as_view(), name="api-run-verdict"),
     path("runs/<int:run_id>/results", results.RunResultsView.as_view(), name="api-run-results"),
     path(
         "runs/<int:run_id>/results.csv",
@@ -58,9 +59,10 @@ api_urlpatterns = [
         results.RunJsonlExportView.as_view(),
         name="api-run-results-jsonl",
     ),
-    path("runs/<int:run_id>/artifacts", artifacts.ArtifactView.as_view(), name="api-artifact"),
-    path("runs/<int:run_id>/files", files.CaseFilesView.as_view(), name="api-case-files"),
-    *case_patterns(results.CaseDetailView.as_view(), "api-case", slash=False),
+    *verdicts_urls.api_urlpatterns,
+    *blobs_urls.api_urlpatterns,
+    *files_urls.api_urlpatterns,
+    *cases_urls.api_urlpatterns,
     *traces_urls.api_urlpatterns,
 ]
 

@@ -88,3 +88,119 @@ def test_migrate_moves_api_keys_from_everdict_to_accounts_keeping_users_runners_
     result = CaseResult.objects.get(run=run)
     assert (result.verdict, result.repeat) == ("pass", 0)
     assert result.seq == result.pk  # settled before settlement order was recorded: row order
+
+
+# The migration state before the features of a case's world left the scorecards app for apps
+# of their own (blobs, traces, files, judging).
+BEFORE_FEATURES = [
+    ("everdict", "0001_initial"),
+    ("runners", "0007_runner_paused_reason"),
+    ("scorecards", "0007_fs_requests"),
+]
+MOVED = {
+    "blobs": ["blob", "blobupload", "artifact"],
+    "traces": ["casetrace", "traceevent", "casescreens", "screenframe"],
+    "files": ["casefsrequest"],
+    "judging": ["judgement"],
+}
+
+
+def _seed_features(old: Any) -> dict[str, int]:
+    """One row of each model that moves, written through the models as they were then."""
+    ids = _seed(old)
+    model = old.get_model
+    run = model("scorecards", "Run").objects.get(pk=ids["run"])
+    result = model("scorecards", "CaseResult").objects.get(run=run)
+    batch = model("runners", "JobBatch").objects.create(payload={})
+    job = model("runners", "RunnerJob").objects.create(
+        owner_id=ids["user"], run=run, seq=0, case_key="c0", batch=batch, payload={}
+    )
+    attempt = model("runners", "JobAttempt").objects.create(job=job, epoch=1)
+    blob = model("scorecards", "Blob").objects.create(
+        workspace=run.workspace, sha256="c" * 64, size=3, key="blobs/1/cc/c"
+    )
+    ids |= {
+        "blob": blob.pk,
+        "blobupload": model("scorecards", "BlobUpload")
+        .objects.create(workspace=run.workspace, sha256="d" * 64, received=5)
+        .pk,
+        "artifact": model("scorecards", "Artifact")
+        .objects.create(result=result, path="out/report.json", blob=blob, size=3, media_type="x")
+        .pk,
+        "casetrace": model("scorecards", "CaseTrace")
+        .objects.create(attempt=attempt, job=job, run=run, last_seq=0, kept=1)
+        .pk,
+        "traceevent": model("scorecards", "TraceEvent")
+        .objects.create(attempt=attempt, seq=0, ts=1, kind="message", name="hello")
+        .pk,
+        "casescreens": model("scorecards", "CaseScreens")
+        .objects.create(attempt=attempt, job=job, run=run, received=1)
+        .pk,
+        "screenframe": model("scorecards", "ScreenFrame")
+        .objects.create(attempt=attempt, n=0, taken_at=2, blob=blob, media_type="image/png", size=3)
+        .pk,
+        "casefsrequest": model("scorecards", "CaseFsRequest")
+        .objects.create(job=job, lease_epoch=1, op="read", path="notes.txt", blob=blob)
+        .pk,
+        "judgement": model("scorecards", "Judgement")
+        .objects.create(result=result, vote=0, job=job, state="readable", passed=True)
+        .pk,
+    }
+    return ids
+
+
+def _content_types() -> dict[tuple[str, str], int]:
+    from django.contrib.contenttypes.models import ContentType
+
+    ContentType.objects.clear_cache()
+    return {(ct.app_label, ct.model): ct.pk for ct in ContentType.objects.all()}
+
+
+def test_migrate_moves_the_case_worlds_models_to_their_apps_keeping_rows_and_content_types() -> (
+    None
+):
+    latest = _latest()
+    try:
+        old = _migrate(BEFORE_FEATURES)
+        ids = _seed_features(old)
+        # The content types of the models then, which permissions and log entries point at.
+        from django.contrib.contenttypes.models import ContentType
+
+        for models in MOVED.values():
+            for name in models:
+                ContentType.objects.get_or_create(app_label="scorecards", model=name)
+        before = _content_types()
+        _migrate(latest)
+        after = _content_types()
+    finally:
+        _migrate(latest)  # whatever happened, the next test finds the current schema
+
+    from scorecards.blobs.models import Artifact, Blob, BlobUpload
+    from scorecards.files.models import CaseFsRequest
+    from scorecards.judging.models import Judgement
+    from scorecards.traces.models import CaseScreens, CaseTrace, ScreenFrame, TraceEvent
+
+    artifact = Artifact.objects.select_related("blob", "result").get(pk=ids["artifact"])
+    assert (artifact.path, artifact.blob_id, artifact.result.run_id) == (
+        "out/report.json",
+        ids["blob"],
+        ids["run"],
+    )
+    assert Blob.objects.get(pk=ids["blob"]).sha256 == "c" * 64
+    assert BlobUpload.objects.get(pk=ids["blobupload"]).received == 5
+    assert CaseTrace.objects.get(pk=ids["casetrace"]).kept == 1
+    assert TraceEvent.objects.get(pk=ids["traceevent"]).name == "hello"
+    assert CaseScreens.objects.get(pk=ids["casescreens"]).received == 1
+    assert ScreenFrame.objects.get(pk=ids["screenframe"]).blob_id == ids["blob"]
+    assert CaseFsRequest.objects.get(pk=ids["casefsrequest"]).path == "notes.txt"
+    judgement = Judgement.objects.get(pk=ids["judgement"])
+    assert (judgement.state, judgement.passed, judgement.result.run_id) == (
+        "readable",
+        True,
+        ids["run"],
+    )
+    for app, models in MOVED.items():
+        for name in models:
+            # The same row, renamed: its permissions and log entries still point at it.
+            assert after[(app, name)] == before[("scorecards", name)]
+            assert ("scorecards", name) not in after

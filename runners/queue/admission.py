@@ -4,7 +4,7 @@ earlier ones end, keeping at most `concurrency` of them queued or leased."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -42,14 +42,15 @@ def jobs_park(
     runner_id: int | None,
     run_id: int,
     shared: dict[str, Any],
-    cases: Iterable[tuple[str, Any, int]],
-    required_capabilities: list[str],
-    needs_features: list[str] = (),  # type: ignore[assignment]
+    jobs: Iterable[tuple[str, int, dict[str, Any]]],
+    required_capabilities: Sequence[str],
+    needs_features: Sequence[str] = (),
     admit: int,
     max_attempts: int,
 ) -> int:
-    """Insert one job per `(case key, input, repeat)`, in order: the first `admit` queued, the
-    rest pending.
+    """Insert one job per `(case key, repeat, payload)`, in order: the first `admit` queued,
+    the rest pending. `shared` and each payload are the caller's parts of what the runner is
+    sent; the queue stores them as they are.
 
     A dispatch of 10,000 cases is one COPY on PostgreSQL (one executemany on SQLite),
     not 10,000 round trips; what the jobs share is stored once, in their batch.
@@ -60,7 +61,7 @@ def jobs_park(
     features = json.dumps(sorted(needs_features))
 
     def rows() -> Iterator[tuple[Any, ...]]:
-        for seq, (key, case_input, repeat) in enumerate(cases):
+        for seq, (key, repeat, payload) in enumerate(jobs):
             queued = seq < admit
             yield (
                 owner_id,
@@ -70,7 +71,7 @@ def jobs_park(
                 key,
                 repeat,
                 batch.pk,
-                json.dumps({"repeat": repeat, "case": {"key": key, "input": case_input}}),
+                json.dumps(payload),
                 capabilities,
                 features,
                 JobStatus.QUEUED if queued else JobStatus.PENDING,
@@ -126,8 +127,8 @@ def judge_jobs_queue(
     run_id: int,
     shared: dict[str, Any],
     payloads: Iterable[tuple[str, int, dict[str, Any]]],
-    required_capabilities: list[str],
-    needs_features: list[str],
+    required_capabilities: Sequence[str],
+    needs_features: Sequence[str],
     place: datetime,
     max_attempts: int,
 ) -> list[RunnerJob]:

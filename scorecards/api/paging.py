@@ -9,6 +9,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import Cursor, CursorPagination
 from rest_framework.request import Request
 
+from core.fields import ascii_int
 from scorecards.selectors.results import MAX_RESULTS_PAGE, RESULTS_PAGE, limit_parse
 
 
@@ -27,7 +28,7 @@ class StrictCursor(CursorPagination):
         except (DrfNotFound, ValueError, UnicodeError):
             raise ValidationError({"cursor": ["Invalid cursor."]}) from None
         position = None if cursor is None else cursor.position
-        if position is not None and not str(position).isdigit():
+        if position is not None and ascii_int(str(position)) is None:
             raise ValidationError({"cursor": ["Invalid cursor."]})
         return cursor
 

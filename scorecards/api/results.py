@@ -1,5 +1,4 @@
-"""REST API for a run's results: cursor-paged in settlement order, one case whole, and the
-streamed exports."""
+"""REST API for a run's results: cursor-paged in settlement order, and the streamed exports."""
 
 from __future__ import annotations
 
@@ -16,9 +15,7 @@ from accounts.authentication import signed_in
 from core.replies import data
 from scorecards.api.paging import SettlementOrder
 from scorecards.exports import export_response
-from scorecards.replies.cases import CaseReply
 from scorecards.replies.results import ResultItemPage, result_items
-from scorecards.selectors.cases import case_detail
 from scorecards.selectors.results import MAX_RESULTS_PAGE, results_of, verdicts_parse, with_previews
 from scorecards.selectors.runs import run_get
 
@@ -40,19 +37,6 @@ class RunResultsView(APIView):
         page = paginator.paginate_queryset(results_of(run, verdicts), request, self)
         rows = with_previews([row.pk for row in page or []])
         return paginator.get_paginated_response(data(result_items(rows)))
-
-
-class CaseDetailView(APIView):
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("key", str, description="Only with the `cases` path: the case key.")
-        ],
-        responses=CaseReply,
-    )
-    def get(self, request: Request, run_id: int, key: str | None = None) -> Response:
-        key = key if key is not None else request.query_params.get("key", "")
-        detail = case_detail(user=signed_in(request), run_id=run_id, key=key)
-        return Response(CaseReply.of(detail).data())
 
 
 class RunExportView(APIView):

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.authentication import signed_in
-from core.fields import IntegerField, ascii_int
+from core.fields import IntegerField, query_int
 from core.replies import data
 from core.schema import service_errors
 from core.serializers import StrictSerializer
@@ -105,9 +105,7 @@ class RunLogsView(APIView):
         responses=LogLines,
     )
     def get(self, request: Request, run_id: int) -> Response:
-        after = ascii_int(request.query_params.get("after", "0"))
-        if after is None:
-            return Response({"after": ["Must be a non-negative integer (ASCII digits)."]}, 400)
+        after = query_int("after", request.query_params.get("after"), default=0)
         lines = run_logs(user=signed_in(request), run_id=run_id, after=after)
         return Response(data([LogLine.of(line) for line in lines]))
 
@@ -143,8 +141,6 @@ class RunCompareView(APIView):
     )
     def get(self, request: Request, run_id: int) -> Response:
         baseline = request.query_params.get("baseline", "previous")
-        a = None if baseline == "previous" else ascii_int(baseline)
-        if baseline != "previous" and a is None:
-            return Response({"baseline": ["A run id, or `previous`."]}, status=400)
+        a = None if baseline == "previous" else query_int("baseline", baseline)
         comparison = run_compare(user=signed_in(request), b=run_id, a=a)
         return Response(CompareReply.of(comparison).data())

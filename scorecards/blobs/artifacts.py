@@ -1,16 +1,18 @@
-"""Artifacts of results: a result names blobs its job's workspace must hold already, and an
-accepted one records them."""
+"""Artifacts of results, as the run's settlement reaches them (`scorecards.lifecycle`): a
+result names blobs its job's workspace must hold already, and an accepted one records them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from runnercli.protocol import CaseResult, ResultReport, artifact_not_uploaded
 from runners.models import Runner, RunnerJob
 from scorecards.blobs.models import Artifact, Blob
-from scorecards.models import CaseResult as CaseResultRow
+from scorecards.lifecycle import Stored, result_check, results_stored
+from scorecards.models import Run
 
 
+@result_check
 def artifact_refusals(*, runner: Runner, reports: Sequence[ResultReport]) -> dict[int, str]:
     """The reports (by job id) naming a blob their job's workspace does not hold, each with
     the reason. Only the runner's own jobs are looked at: anyone else's report is refused by
@@ -55,15 +57,16 @@ def _first_missing(workspace_id: int, result: CaseResult) -> str | None:
     return None
 
 
-def artifacts_record(rows: Iterable[tuple[CaseResultRow, CaseResult]], workspace_id: int) -> None:
+@results_stored
+def artifacts_record(*, run: Run, stored: Sequence[Stored]) -> None:
     """Record the artifacts of results just stored (their blobs checked by
     `artifact_refusals` in the same transaction)."""
-    pairs = [(row, ref) for row, result in rows for ref in result.artifacts or []]
+    pairs = [(kept.row, ref) for kept in stored for ref in kept.result.artifacts or []]
     if not pairs:
         return
     blobs = dict(
         Blob.objects.filter(
-            workspace_id=workspace_id, sha256__in={ref.sha256 for _, ref in pairs}
+            workspace_id=run.workspace_id, sha256__in={ref.sha256 for _, ref in pairs}
         ).values_list("sha256", "pk")
     )
     Artifact.objects.bulk_create(

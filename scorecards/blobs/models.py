@@ -28,6 +28,8 @@ class Blob(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        # Created as a table of the scorecards app: the move kept it (and its rows).
+        db_table = "scorecards_blob"
         constraints = [models.UniqueConstraint(fields=["workspace", "sha256"], name="blob_unique")]
         indexes = [models.Index(fields=["created_at"], name="blob_created")]
 
@@ -50,6 +52,7 @@ class BlobUpload(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        db_table = "scorecards_blobupload"
         constraints = [
             models.UniqueConstraint(fields=["workspace", "sha256"], name="blobupload_unique")
         ]
@@ -71,6 +74,7 @@ class Artifact(models.Model):
     media_type = models.CharField(max_length=200)
 
     class Meta:
+        db_table = "scorecards_artifact"
         ordering = ["result_id", "path"]
         constraints = [models.UniqueConstraint(fields=["result", "path"], name="artifact_unique")]
 

@@ -105,6 +105,12 @@ def blob_get(*, workspace: Workspace | int, sha256: str) -> Blob:
     return blob
 
 
+def blob_held(*, workspace: Workspace | int, sha256: str, size: int) -> Blob | None:
+    """The workspace's blob of this digest, when it holds one of this size."""
+    blob = Blob.objects.filter(workspace_id=workspace_id_of(workspace), sha256=sha256).first()
+    return blob if blob is not None and blob.size == size else None
+
+
 def blob_open(blob: Blob) -> File:
     """The blob's bytes, open for reading (the caller closes it)."""
     return blob_storage().open(blob.key, "rb")

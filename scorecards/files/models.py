@@ -26,12 +26,14 @@ class CaseFsRequest(models.Model):
     answered_at = models.DateTimeField(null=True, blank=True)
     entries = models.JSONField(null=True, blank=True)
     blob = models.ForeignKey(
-        "scorecards.Blob", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "blobs.Blob", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     media_type = models.CharField(max_length=200, blank=True)
     error = models.CharField(max_length=500, blank=True)
 
     class Meta:
+        # Created as a table of the scorecards app: the move kept it (and its rows).
+        db_table = "scorecards_casefsrequest"
         indexes = [
             models.Index(
                 fields=["job", "lease_epoch"],

@@ -20,12 +20,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import Conflict, Forbidden, Invalid, NoAnswer, NotFound
+from core.fields import ascii_int, query_int
 from runnercli.protocol import Ack, BlobRef, CasePathError, FsEntry, FsRequest, check_case_path
 from runnercli.protocol.world import fs_error_reason
 from runners.models import JobStatus, Runner, RunnerJob
 from runners.wakeup import notify_owners
-from scorecards.blobs.fence import lease_workspace
-from scorecards.blobs.models import Blob
+from scorecards.blobs.services import blob_held, lease_workspace
 from scorecards.files.models import CaseFsRequest, FsOp
 from scorecards.links import key_may_exist
 from scorecards.selectors.runs import run_get
@@ -33,6 +33,7 @@ from scorecards.selectors.runs import run_get
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
+    from scorecards.blobs.services import Blob
     from scorecards.models import Run
 
 # How often the waiting side reads the row: often at first (an answer usually comes within
@@ -73,13 +74,9 @@ def fs_path(path: str) -> str:
 
 def _leased_job(run: Run, key: str, repeat: str | int | None) -> RunnerJob:
     jobs = RunnerJob.objects.filter(run=run, case_key=key, status=JobStatus.LEASED)
-    if repeat is not None and repeat != "":
-        try:
-            number = int(repeat)
-        except ValueError:
-            raise Invalid({"repeat": ["Must be an integer."]}) from None
-        if not 0 <= number < run.repeats:
-            raise Invalid({"repeat": [f"Must be between 0 and {run.repeats - 1}."]})
+    # Without a repeat, the first one running.
+    number = query_int("repeat", repeat, highest=run.repeats - 1)
+    if number is not None:
         jobs = jobs.filter(repeat=number)
     if not key_may_exist(key):
         raise NotFound(f"Case {key!r} not found in run {run.pk}.")
@@ -204,15 +201,8 @@ def fs_requests_give_back(*, requests: Sequence[FsRequest]) -> None:
     """Requests taken by a poll whose caller had gone: open again for its next poll."""
     with transaction.atomic():
         CaseFsRequest.objects.filter(
-            pk__in=[int(r.request_id) for r in requests], answered_at__isnull=True
+            pk__in=[ascii_int(r.request_id) for r in requests], answered_at__isnull=True
         ).update(taken_at=None)
-
-
-def _request_id(request_id: str) -> int | None:
-    try:
-        return int(request_id)
-    except ValueError:
-        return None
 
 
 def fs_request_answer(
@@ -238,10 +228,10 @@ def fs_request_answer(
     if blob is not None:
         if blob.size > settings.EVERDICT_MAX_ARTIFACT_BYTES:
             return Ack(accepted=False, reason="the file is over max_artifact_bytes")
-        held = Blob.objects.filter(workspace_id=workspace_id, sha256=blob.sha256).first()
-        if held is None or held.size != blob.size:
+        held = blob_held(workspace=workspace_id, sha256=blob.sha256, size=blob.size)
+        if held is None:
             return Ack(accepted=False, reason=f"blob {blob.sha256} was not uploaded")
-    pk = _request_id(request_id)
+    pk = ascii_int(request_id)
     if pk is None:
         return Ack(accepted=False, reason=f"no open request {request_id} for this lease")
     with transaction.atomic():

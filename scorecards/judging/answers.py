@@ -14,10 +14,11 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+from scorecards.models import TEXT_CHARS
 
 ANSWER_KEYS = frozenset({"pass", "score", "reason"})
-_MAX_REASON_CHARS = 1000
 _PREVIEW_CHARS = 120
 # One fenced block and nothing else: still one unambiguous object.
 _FENCED = re.compile(r"\A```(?:json)?\s*\n(?P<body>.*)\n```\Z", re.DOTALL)
@@ -60,7 +61,7 @@ def _answer(document: Any) -> Answer:
         raise Unreadable(f"`score` must be a number from 0 to 1, got {json.dumps(score)}")
     if not isinstance(reason, str):
         raise Unreadable(f"`reason` must be a string, got {json.dumps(reason)}")
-    return Answer(passed=passed, score=float(score), reason=reason[:_MAX_REASON_CHARS])
+    return Answer(passed=passed, score=float(score), reason=reason[:TEXT_CHARS])
 
 
 def _last_agent_message(lines: list[str]) -> str | None:
@@ -113,7 +114,7 @@ def prompt_digest(command: Sequence[str], rubric: str) -> str:
 
 @dataclass(frozen=True)
 class Decision:
-    verdict: str  # pass | fail | error
+    verdict: Literal["pass", "fail", "error"]
     score: float
     reason: str
     agreement: str
@@ -130,8 +131,8 @@ def majority(answers: Sequence[Answer | None], *, why_not: Sequence[str] = ()) -
             score = sum(a.score for a in agreeing) / len(agreeing)
             agreement = f"{len(agreeing)} of {votes} judges" if votes > 1 else "1 judge"
             reason = agreeing[0].reason if votes == 1 else f"{agreement}: {agreeing[0].reason}"
-            verdict = "pass" if side else "fail"
-            return Decision(verdict, min(1.0, max(0.0, score)), reason, agreement)
+            score = min(1.0, max(0.0, score))
+            return Decision("pass" if side else "fail", score, reason, agreement)
     why = "; ".join(w for w in why_not if w) or "the judges did not agree"
     if votes > 1 and len(readable) >= 2 and not why_not:
         why = f"fewer than two of {votes} judges agreed"

@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from scorecards.models import TEXT_CHARS
+
 
 class JudgementState(models.TextChoices):
     DUE = "due"
@@ -34,7 +36,7 @@ class Judgement(models.Model):
     )
     passed = models.BooleanField(null=True, blank=True)
     score = models.FloatField(null=True, blank=True)
-    reason = models.CharField(max_length=1000, blank=True)
+    reason = models.CharField(max_length=TEXT_CHARS, blank=True)
     # The end of the judge's answer, kept to show why it could not be read.
     raw_tail = models.TextField(blank=True)
     judged_by = models.JSONField(default=dict, blank=True)
@@ -43,6 +45,8 @@ class Judgement(models.Model):
     settled_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        # Created as a table of the scorecards app: the move kept it (and its rows).
+        db_table = "scorecards_judgement"
         ordering = ["result_id", "vote"]
         constraints = [
             models.UniqueConstraint(fields=["result", "vote"], name="judgement_unique_vote"),

@@ -13,25 +13,21 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Max
 from django.utils import timezone
 
 from runnercli.protocol import CaseResult as WireResult
-from runnercli.protocol import HarnessSpec, JudgeInput, harness_digest
+from runnercli.protocol import HarnessSpec, JudgeInput
 from runnercli.protocol.features import JUDGE_FEATURES
 from runners import queue
 from runners.models import Runner, RunnerJob
 from scorecards.judging.answers import Answer, Unreadable, majority, model_named, prompt_digest
 from scorecards.judging.models import Judgement, JudgementState
-from scorecards.models import (
-    CaseResult,
-    EventLevel,
-    Run,
-    Verdict,
-    VerdictEntry,
-    VerdictSource,
-)
+from scorecards.models import TEXT_CHARS, CaseResult, EventLevel, Run
+from scorecards.scoring import JUDGING, Grade
 from scorecards.services.events import event
+from scorecards.services.grades import Regrading, grades_write
+from scorecards.services.jobs import case_job
+from scorecards.services.results import next_result_seq
 
 # An unreadable answer is asked again once; the second decides.
 MAX_TRIES = 2
@@ -58,29 +54,10 @@ def judge_name(harness_name: str) -> str:
     return f"{harness_name[: _NAME_CHARS - 6]}.judge"
 
 
-def _shared(run: Run, spec: HarnessSpec) -> dict[str, Any]:
-    judging = judge_spec(spec)
-    author = run.harness.created_by
-    return {
-        "run_id": run.pk,
-        "workspace": run.workspace.slug,
-        "submitted_by": run.submitted_by.get_username(),
-        "harness": {
-            "name": judge_name(run.harness.name),
-            "version": run.harness.version,
-            "digest": harness_digest(judging),
-            "author": author.get_username() if author else "",
-            "spec": judging.model_dump(mode="json"),
-        },
-        "capabilities": judging.required_capabilities(),
-        "timeout_s": judging.timeout_s,
-        "kind": "judge",
-    }
-
-
-def _payload(result: CaseResult, rubric: str, vote: int) -> dict[str, Any]:
+def _judged(result: CaseResult, rubric: str, vote: int) -> JudgeInput:
+    """What one vote's judge is given: the case's input and expected answer, the output."""
     case = result.case
-    judge = JudgeInput(
+    return JudgeInput(
         case_key=case.key,
         rubric=rubric,
         input=case.input,
@@ -88,28 +65,32 @@ def _payload(result: CaseResult, rubric: str, vote: int) -> dict[str, Any]:
         expected=case.expected,
         vote=vote,
     )
-    return {
-        "repeat": result.repeat,
-        "case": {"key": case.key, "input": case.input},
-        "judge": judge.model_dump(mode="json"),
-    }
 
 
 def _queue_jobs(
     run: Run, result: CaseResult, spec: HarnessSpec, votes: Sequence[int], place: datetime
 ) -> list[RunnerJob]:
-    assert spec.grader.judge is not None and spec.grader.rubric is not None
+    rubric = spec.grader.rubric
+    assert spec.grader.judge is not None and rubric is not None
+    plan = case_job(
+        run=run,
+        spec=judge_spec(spec),
+        name=judge_name(run.harness.name),
+        kind="judge",
+        needs_features=JUDGE_FEATURES,
+    )
+    case = result.case
     return queue.judge_jobs_queue(
         owner_id=run.submitted_by_id,
         runner_id=run.runner_id,
         run_id=run.pk,
-        shared=_shared(run, spec),
+        shared=plan.shared,
         payloads=[
-            (result.case.key, result.repeat, _payload(result, spec.grader.rubric, vote))
-            for vote in votes
+            (case.key, result.repeat, plan.own(case.key, case.input, result.repeat, judge))
+            for judge in (_judged(result, rubric, vote) for vote in votes)
         ],
-        required_capabilities=judge_spec(spec).required_capabilities(),
-        needs_features=list(JUDGE_FEATURES),
+        required_capabilities=plan.capabilities,
+        needs_features=plan.needs_features,
         place=place,
         max_attempts=settings.EVERDICT_MAX_ATTEMPTS,
     )
@@ -118,10 +99,11 @@ def _queue_jobs(
 def judgements_queue(
     *, result: CaseResult, spec: HarnessSpec | None = None, place: datetime | None = None
 ) -> list[Judgement]:
-    """Queue the judge jobs of one stored output (`votes` of them) and mark its verdict
-    `judging`; earlier votes on it are replaced. `spec` is the harness whose judge grader
-    applies (the run's own by default); `place` is where the judge jobs stand in the queue
-    (their case job's creation, by default now). The caller holds the run's row lock."""
+    """Queue the judge jobs of one stored output (`votes` of them) and mark its grade
+    `judging` (by the rule: under a person's verdict, what the grader says); earlier votes on
+    it are replaced. `spec` is the harness whose judge grader applies (the run's own by
+    default); `place` is where the judge jobs stand in the queue (their case job's creation,
+    by default now). The caller holds the run's row lock."""
     run = result.run
     spec = spec or HarnessSpec.model_validate(run.harness.spec)
     votes = range(spec.grader.votes or 1)
@@ -132,13 +114,7 @@ def judgements_queue(
         Judgement(result=result, vote=vote, job=job, spec=dumped)
         for vote, job in zip(votes, jobs, strict=True)
     )
-    if result.verdict_by_id is None:
-        CaseResult.objects.filter(pk=result.pk).update(verdict=Verdict.JUDGING, score=0.0)
-        result.verdict = Verdict.JUDGING
-    else:
-        # A person's verdict stands: the judges decide what the grader says underneath it.
-        CaseResult.objects.filter(pk=result.pk).update(grader_verdict=Verdict.JUDGING)
-        result.grader_verdict = Verdict.JUDGING
+    grades_write(run, [(result, JUDGING)])
     return judgements
 
 
@@ -190,26 +166,27 @@ def judgement_record(
         return
     else:
         judgement.state = JudgementState.UNREADABLE
-        judgement.reason = f"judge's answer unreadable: {answer}"[:1000]
+        judgement.reason = f"judge's answer unreadable: {answer}"[:TEXT_CHARS]
     judgement.settled_at = timezone.now()
     judgement.save()
-    _decide(judgement.result)
+    _decide(run, judgement.result)
 
 
-def judgement_fail(*, job: RunnerJob, reason: str) -> None:
+def judgement_fail(*, run: Run, job: RunnerJob, reason: str) -> None:
     """A judge job ended without an answer: its vote counts as none."""
     judgement = Judgement.objects.select_related("result").filter(job=job).first()
     if judgement is None or judgement.state != JudgementState.DUE:
         return
     judgement.state = JudgementState.FAILED
-    judgement.reason = f"judge failed: {reason}"[:1000]
+    judgement.reason = f"judge failed: {reason}"[:TEXT_CHARS]
     judgement.settled_at = timezone.now()
     judgement.save()
-    _decide(judgement.result)
+    _decide(run, judgement.result)
 
 
-def _decide(result: CaseResult) -> None:
-    """Once no vote is due, the case's verdict: the majority of the readable answers."""
+def _decide(run: Run, result: CaseResult) -> None:
+    """Once no vote is due, the case's verdict: the majority of the readable answers,
+    written by the rule (under a person's verdict, it is what the grader says)."""
     votes = list(Judgement.objects.filter(result=result).order_by("vote"))
     if any(v.state == JudgementState.DUE for v in votes):
         return
@@ -221,13 +198,6 @@ def _decide(result: CaseResult) -> None:
     ]
     decision = majority(answers, why_not=[v.reason for v in votes if answers[v.vote] is None])
     first = next((v for v in votes if v.state == JudgementState.READABLE), votes[0])
-    person = result.verdict_by_id is not None
-    if person:
-        result.grader_verdict, result.grader_score = decision.verdict, decision.score
-    else:
-        result.verdict, result.score = decision.verdict, decision.score
-    result.reason = decision.reason[:1000]
-    result.error = decision.reason[:1000] if decision.verdict == Verdict.ERROR else ""
     result.judged_by = {
         **first.judged_by,
         "agreement": decision.agreement,
@@ -245,35 +215,10 @@ def _decide(result: CaseResult) -> None:
     }
     # The verdict settles now: a new settlement number, so the run page's live feed and a
     # results cursor see the case again, decided.
-    last = CaseResult.objects.filter(run_id=result.run_id).aggregate(last=Max("seq"))["last"]
-    result.seq = (last or 0) + 1
-    result.save(
-        update_fields=[
-            "verdict",
-            "score",
-            "grader_verdict",
-            "grader_score",
-            "reason",
-            "error",
-            "judged_by",
-            "seq",
-        ]
-    )
-    _history_record(result, decision.verdict, decision.score, counted=not person)
-
-
-def _history_record(result: CaseResult, verdict: str, score: float, *, counted: bool) -> None:
-    """A judged verdict of a result that has a history (a regrade wrote its earlier verdict
-    there first) joins it; a first judgement costs nothing."""
-    if not VerdictEntry.objects.filter(result=result).exists():
-        return
-    run = result.run
-    VerdictEntry.objects.create(
-        result=result,
-        verdict=verdict,
-        score=score,
-        reason=result.reason,
-        source=VerdictSource.REGRADE,
-        harness_id=run.graded_with_id or run.harness_id,
-        counted=counted,
-    )
+    result.seq = next_result_seq(run)
+    result.save(update_fields=["judged_by", "seq"])
+    # A result with a history (a regrade wrote its earlier verdict there first) is joined by
+    # what its judges decided; a first judgement costs nothing.
+    joins = Regrading(harness_id=run.graded_with_id or run.harness_id, joins_only=True)
+    grade = Grade(verdict=decision.verdict, score=decision.score, detail=decision.reason)
+    grades_write(run, [(result, grade)], regrade=joins)

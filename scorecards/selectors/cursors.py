@@ -11,6 +11,7 @@ from base64 import b64decode, b64encode
 from urllib import parse
 
 from core.errors import Invalid
+from core.fields import ascii_int
 
 
 def cursor_encode(position: int) -> str:
@@ -28,6 +29,7 @@ def cursor_decode(token: str | None) -> int | None:
         raise Invalid({"cursor": ["Invalid cursor."]}) from None
     position = tokens.get("p", [""])[0]
     backwards = tokens.get("r", ["0"])[0] != "0" or tokens.get("o", ["0"])[0] != "0"
-    if backwards or not position.isdigit() or len(position) > 18:
+    number = ascii_int(position)
+    if backwards or number is None:
         raise Invalid({"cursor": ["Invalid cursor."]})
-    return int(position)
+    return number

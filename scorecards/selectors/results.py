@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import F, QuerySet
+from django.db.models import F, Max, QuerySet
 from django.db.models.functions import Length, Substr
 
 from core.errors import Invalid
-from core.fields import ascii_int
+from core.fields import query_int
 from scorecards.models import CaseResult, Dispatched, Run, RunEvent, Verdict
 from scorecards.selectors.cursors import cursor_decode
 from scorecards.selectors.hosts import ByHost, run_by_host
@@ -37,12 +37,12 @@ def verdicts_parse(value: str | None) -> list[str]:
 
 
 def limit_parse(value: str | int | None) -> int:
-    if value is None or value == "":
-        return RESULTS_PAGE
-    number = ascii_int(str(value))
-    if number is None or not 1 <= number <= MAX_RESULTS_PAGE:
-        raise Invalid({"limit": [f"Must be an integer from 1 to {MAX_RESULTS_PAGE}."]})
-    return number
+    return query_int("limit", value, default=RESULTS_PAGE, lowest=1, highest=MAX_RESULTS_PAGE)
+
+
+def last_result_seq(run: Run) -> int:
+    """The settlement number of the run's last result (0 before the first)."""
+    return CaseResult.objects.filter(run=run).aggregate(last=Max("seq"))["last"] or 0
 
 
 def results_of(run: Run, verdicts: Sequence[str] = ()) -> QuerySet[CaseResult]:

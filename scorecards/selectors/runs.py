@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import Count, Q, QuerySet
 
 from core.errors import Invalid, NotFound
+from core.fields import query_int
 from runnercli.protocol import REPO_CAPABILITY_PREFIX
 from runners.models import JobLogLine, Runner
 from runners.presence import runner_statuses, status_severity
@@ -33,6 +34,14 @@ def run_get(*, user: User, run_id: int) -> Run:
     if run is None:
         raise NotFound("Run not found.")
     return run
+
+
+def repeat_of(run: Run, repeat: str | int | None) -> int:
+    """Which repeat of the run a call names (0-based); a run with several needs it named."""
+    if (repeat is None or repeat == "") and run.repeats > 1:
+        says = f"This run has {run.repeats} repeats: say which, 0 to {run.repeats - 1}."
+        raise Invalid({"repeat": [says]})
+    return query_int("repeat", repeat, default=0, highest=run.repeats - 1)
 
 
 # A log line as read: its sequence number, when it came, its case's key and the line.

@@ -17,7 +17,8 @@ from django.db.models.functions import Cast
 
 from runners import queue
 from runners.models import JobStatus
-from scorecards.models import CaseResult, Judgement, Run, Verdict
+from scorecards import lifecycle
+from scorecards.models import CaseResult, Run, Verdict
 
 _PASS_SHARE = Avg(
     Case(When(verdict=Verdict.PASS, then=Value(1.0)), default=Value(0.0)),
@@ -103,16 +104,8 @@ def run_summary(run: Run) -> dict[str, Any]:
         "mean_score": round(totals["mean"], 4) if totals["mean"] is not None else None,
         **pass_fraction_stats(run),
         "cost_usd": round(totals["cost"] or 0.0, 6),
-        "judge_cost_usd": judge_cost(run),
+        **lifecycle.summary_figures(run),
     }
-
-
-def judge_cost(run: Run) -> float:
-    """What the run's judges reported spending (provenance: the member's login paid it)."""
-    cost = Judgement.objects.filter(result__run=run).aggregate(
-        cost=Sum(Cast(KT("usage__total_cost_usd"), FloatField()))
-    )["cost"]
-    return round(cost or 0.0, 6)
 
 
 def waiting_summary(jobs: int) -> dict[str, Any]:
@@ -132,7 +125,7 @@ def waiting_summary(jobs: int) -> dict[str, Any]:
         "cases": 0,
         "flaky": 0,
         "cost_usd": 0.0,
-        "judge_cost_usd": 0.0,
+        **lifecycle.summary_before(),
     }
 
 

@@ -17,9 +17,9 @@ from django.conf import settings
 
 from runnercli.protocol import CaseResult, HarnessSpec, ResultReport
 from runners import metrics
-from runners.models import JobKind, Runner, RunnerJob
+from runners.models import Runner, RunnerJob
 from scorecards import scoring
-from scorecards.judging.answers import Answer, Unreadable, answer_read
+from scorecards.lifecycle import LANES, Read
 from scorecards.models import Case
 
 
@@ -34,39 +34,15 @@ class Graded:
     usage: dict[str, Any] | None
 
 
-@dataclass(frozen=True)
-class Judged:
-    """A judge job's reported answer, read: what the settle transaction records."""
-
-    answer: Answer | Unreadable
-    usage: dict[str, Any] | None
-
-
-_JUDGE_ENDINGS = {"timeout": "the judge timed out", "error": "the judge could not run"}
-
-
-def judged_one(result: CaseResult) -> Judged:
-    """Read a judge's answer strictly; an ending other than completed is unreadable too."""
-    output = storable(result.output)
-    answer: Answer | Unreadable
-    if result.status != "completed":
-        answer = Unreadable(_JUDGE_ENDINGS.get(result.status, f"the judge ended {result.status}"))
-    else:
-        try:
-            answer = answer_read(output)
-        except Unreadable as exc:
-            answer = exc
-    return Judged(answer=answer, usage=scoring.extract_usage(output, "json", result.usage))
-
-
 def storable(text: str) -> str:
     # PostgreSQL text cannot hold NUL; a harness printing binary must not lose its result.
     return text.replace("\x00", "\ufffd")
 
 
-def grade_reports(*, runner: Runner, reports: Sequence[ResultReport]) -> dict[int, Graded | Judged]:
+def grade_reports(*, runner: Runner, reports: Sequence[ResultReport]) -> dict[int, Graded | Read]:
     """Grade each report of one of the runner owner's jobs, by job id (no lock taken): the
-    jobs with their runs' harnesses in one query, their cases in another."""
+    jobs with their runs' harnesses in one query, their cases in another. A job of another
+    lane (a judge's) is read by its lane."""
     jobs = {
         job.pk: job
         for job in RunnerJob.objects.filter(
@@ -85,13 +61,14 @@ def grade_reports(*, runner: Runner, reports: Sequence[ResultReport]) -> dict[in
         ).only("pk", "dataset_id", "key", "input", "expected")
     }
     specs = {pk: HarnessSpec.model_validate(run.harness.spec) for pk, run in runs.items()}
-    graded: dict[int, Graded | Judged] = {}
+    graded: dict[int, Graded | Read] = {}
     for report in reports:
         job = jobs.get(report.job_id)
         if job is None:
             continue
-        if job.kind == JobKind.JUDGE:
-            graded[job.pk] = judged_one(report.result)
+        lane = LANES.get(job.kind)
+        if lane is not None:
+            graded[job.pk] = Read(lane, lane.read(report.result))
             continue
         case = cases.get((runs[job.run_id].dataset_id, job.case_key))
         if case is not None:

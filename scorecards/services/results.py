@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Max, Q, Subquery
+from django.db.models import Q, Subquery
 from django.utils import timezone
 
 from core.errors import Invalid
@@ -24,14 +24,17 @@ from runnercli.protocol import (
     ResultReport,
 )
 from runners import queue
-from runners.models import JobKind, Runner, RunnerJob
-from scorecards.blobs.artifacts import artifact_refusals, artifacts_record
-from scorecards.judging.services import judgement_fail, judgement_record, judgements_queue
+from runners.models import Runner, RunnerJob
+from scorecards import lifecycle
+from scorecards.lifecycle import LANES, Read, Stored
 from scorecards.models import Case, EventLevel, Run, RunStatus, Verdict
 from scorecards.models import CaseResult as CaseResultRow
+from scorecards.scoring import Grade
+from scorecards.selectors.results import last_result_seq
 from scorecards.selectors.summary import run_summary
 from scorecards.services.events import event
-from scorecards.services.grading import Graded, Judged, grade_reports, shadow_of
+from scorecards.services.grades import settled_fields
+from scorecards.services.grading import Graded, grade_reports, shadow_of
 
 
 def _result_digest(result: CaseResult) -> str:
@@ -103,13 +106,13 @@ def results_submit(*, runner: Runner, reports: Sequence[ResultReport]) -> list[A
     graded = grade_reports(runner=runner, reports=reports)
     with transaction.atomic():
         runs = locked_runs_of([r.job_id for r in reports])
-        # A result naming a blob its workspace lacks is refused whole, before it settles:
-        # the runner uploads the blob and sends it again.
-        refusals = artifact_refusals(runner=runner, reports=reports)
+        # A result a feature refuses (naming a blob its workspace lacks) is refused whole,
+        # before it settles: the runner sends what was missing, then the result again.
+        refusals = lifecycle.result_refusals(runner=runner, reports=reports)
         settling = [r for r in reports if r.job_id not in refusals]
         settled = queue.jobs_settle(runner=runner, outcomes=[_outcome(r) for r in settling])
         accepted: dict[int, list[tuple[RunnerJob, CaseResult, Graded]]] = {}
-        judged: set[int] = set()
+        laned: set[int] = set()
         for report, settlement in zip(settling, settled, strict=True):
             job = settlement.job
             if settlement.resumed and job is not None and job.run_id in runs:
@@ -117,38 +120,29 @@ def results_submit(*, runner: Runner, reports: Sequence[ResultReport]) -> list[A
             if not settlement.ended or job is None or job.run_id not in runs:
                 continue
             outcome = graded[job.pk]
-            if isinstance(outcome, Judged):
-                judgement_record(
-                    run=runs[job.run_id],
-                    job=job,
-                    runner=runner,
-                    result=report.result,
-                    answer=outcome.answer,
-                    usage=outcome.usage,
+            if isinstance(outcome, Read):
+                run = runs[job.run_id]
+                outcome.lane.record(
+                    run=run, job=job, runner=runner, result=report.result, read=outcome.value
                 )
-                judged.add(job.run_id)
+                laned.add(job.run_id)
             else:
                 accepted.setdefault(job.run_id, []).append((job, report.result, outcome))
         for run_id, results in accepted.items():
             rows = _result_rows(runs[run_id], runner, results)
             CaseResultRow.objects.bulk_create(rows)
-            stored = zip(rows, [result for _, result, _ in results], strict=True)
-            artifacts_record(stored, runs[run_id].workspace_id)
-            _queue_judges(rows, [job for job, _, _ in results])
-        for run_id in sorted(accepted.keys() | judged):
+            stored = [
+                Stored(row=row, result=result, job=job)
+                for row, (job, result, _) in zip(rows, results, strict=True)
+            ]
+            lifecycle.stored_keep(run=runs[run_id], stored=stored)
+        for run_id in sorted(accepted.keys() | laned):
             run_advance(runs[run_id])
     acks = iter(s.ack() for s in settled)
     return [
         Ack(accepted=False, reason=refusals[r.job_id]) if r.job_id in refusals else next(acks)
         for r in reports
     ]
-
-
-def _queue_judges(rows: list[CaseResultRow], jobs: list[RunnerJob]) -> None:
-    """A judge-graded case that completed waits for its judges: their jobs take its place."""
-    for row, job in zip(rows, jobs, strict=True):
-        if row.verdict == Verdict.JUDGING:
-            judgements_queue(result=row, place=job.created_at)
 
 
 def _result_rows(
@@ -165,18 +159,15 @@ def _result_rows(
             seq=seq,
             attempt_id=job.current_attempt_id,
             runner=runner,
-            verdict=graded.grade.verdict,
-            score=min(1.0, max(0.0, graded.grade.score)),
             status=result.status,
             output=graded.output,
-            error="" if graded.grade.verdict != Verdict.ERROR else graded.grade.detail,
-            reason=graded.grade.detail[:1000],
             exit_code=result.exit_code,
             stderr_tail=graded.stderr_tail,
             duration_ms=result.duration_ms,
             usage=graded.usage,
             provenance=provenance,
             fingerprint=result.fingerprint.model_dump(mode="json"),
+            **settled_fields(graded.grade),
         )
         for seq, (job, result, graded) in enumerate(results, start=first)
     ]
@@ -184,8 +175,7 @@ def _result_rows(
 
 def next_result_seq(run: Run) -> int:
     """The settlement number of the run's next result (the run's row is locked)."""
-    last = CaseResultRow.objects.filter(run=run).aggregate(last=Max("seq"))["last"]
-    return (last or 0) + 1
+    return last_result_seq(run) + 1
 
 
 def failure_report(
@@ -228,9 +218,11 @@ def resumed_event(run: Run, job: RunnerJob, runner: Runner) -> None:
 
 
 def record_error(run: Run, job: RunnerJob, reason: str, *, runner: Runner | None) -> None:
-    """Record that a job ended without a result: a case's `error`, or a judge's lost vote."""
-    if job.kind == JobKind.JUDGE:
-        judgement_fail(job=job, reason=reason)
+    """Record that a job ended without a result: a case's `error`, or the loss of another
+    lane's report (a judge's vote)."""
+    lane = LANES.get(job.kind)
+    if lane is not None:
+        lane.lost(run=run, job=job, reason=reason)
         return
     case = Case.objects.get(dataset_id=run.dataset_id, key=job.case_key)
     CaseResultRow.objects.get_or_create(
@@ -241,11 +233,8 @@ def record_error(run: Run, job: RunnerJob, reason: str, *, runner: Runner | None
             "seq": next_result_seq(run),
             "attempt_id": job.current_attempt_id,
             "runner": runner,
-            "verdict": Verdict.ERROR,
-            "score": 0.0,
             "status": "error",
-            "error": reason[:1000],
-            "reason": reason[:1000],
+            **settled_fields(Grade(verdict="error", score=0.0, detail=reason)),
             "provenance": provenance_for(runner, run) if runner else {},
         },
     )

@@ -12,20 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from pydantic import ValidationError
 
 from core.errors import Forbidden, Invalid, NotFound, QuotaExceeded
-from runnercli.protocol import (
-    REPO_CAPABILITY_PREFIX,
-    HarnessSpec,
-    harness_digest,
-    spec_features,
-)
-from runnercli.protocol.features import JUDGE_FEATURES
+from core.fields import ascii_int
+from runnercli.protocol import REPO_CAPABILITY_PREFIX, HarnessSpec, spec_features
 from runners import queue
 from runners.models import Runner
-from scorecards.judging.services import judge_spec
+from scorecards import lifecycle
 from scorecards.models import (
     Case,
     Dispatched,
@@ -38,22 +34,26 @@ from scorecards.models import (
     Verdict,
     Workspace,
 )
+from scorecards.scoring import Grade
 from scorecards.selectors.catalog import run_versions_get
 from scorecards.selectors.runs import run_get
 from scorecards.selectors.workspaces import membership_for
 from scorecards.services.events import event, events_record
+from scorecards.services.grades import GRADE_STATE, grades_write
+from scorecards.services.jobs import case_job
 from scorecards.services.results import run_complete
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
-# ASCII digits only: `\d` would take other scripts' digits, and `int()` would read them.
+# ASCII digits only: `\d` would take other scripts' digits.
 RUNTIME_RE = re.compile(r"^self:(any|[0-9]{1,18})$")
 MAX_CONCURRENCY = 256
 MAX_REPEATS = 20
 MAX_METADATA_BYTES = 4096
 GIT_SHA_RE = re.compile(r"[0-9a-fA-F]{7,40}")
 OFFLINE_HINT = "start it with `python -m runnercli run`"
+CANCELED_WHILE_JUDGING = Grade(verdict="error", score=0.0, detail="canceled while judging")
 
 
 @dataclass(frozen=True)
@@ -62,13 +62,14 @@ class Target:
     candidates: list[Runner]
 
 
-def _parse_runtime(runtime: str) -> str:
+def _parse_runtime(runtime: str) -> int | None:
+    """The runner id a runtime names; None for `self:any`."""
     match = RUNTIME_RE.match(runtime or "")
     if match is None:
         raise Invalid(
             {"runtime": [f"Unknown runtime {runtime!r}: use `self:<runner_id>` or `self:any`."]}
         )
-    return match.group(1)
+    return None if match.group(1) == "any" else ascii_int(match.group(1))
 
 
 def runtime_resolve(
@@ -82,7 +83,7 @@ def runtime_resolve(
     """
     which = _parse_runtime(runtime)
     mine = Runner.objects.owned_by(user).active()
-    if which == "any":
+    if which is None:
         candidates = list(mine)
         if not candidates:
             raise NotFound("You have no runners: pair one on your account page first.")
@@ -95,7 +96,7 @@ def runtime_resolve(
         if not able:
             raise Invalid({"runtime": [_outdated(capable[0], features)]})
         return Target(runner=None, candidates=able)
-    runner = mine.filter(pk=int(which)).first()
+    runner = mine.filter(pk=which).first()
     if runner is None:
         raise NotFound(f"Runner {which} not found among your runners.")
     missing = sorted(set(capabilities) - set(runner.capabilities or []))
@@ -196,14 +197,8 @@ def run_start(
             capabilities=spec.required_capabilities(),
             features=spec_features(spec),
         )
-        if spec.grader.type == "judge":
-            # Its judges run on the same runners: one must be able to run them too.
-            runtime_resolve(
-                user=user,
-                runtime=runtime,
-                capabilities=judge_spec(spec).required_capabilities(),
-                features=JUDGE_FEATURES,
-            )
+        # What a feature needs of the run's runners besides its cases (its judges).
+        lifecycle.start_refusals(user=user, runtime=runtime, spec=spec)
         now = timezone.now()
         _check_quota(workspace, now)
         run = Run.objects.create(
@@ -293,23 +288,7 @@ def _target_name(target: Target) -> str:
 def _park_jobs(run: Run, spec: HarnessSpec, target: Target, case_keys: Sequence[str] | None) -> int:
     """Queue one job per case and repeat (every case once, then again for each repeat); the
     first `concurrency` are admitted at once."""
-    author = run.harness.created_by
-    shared = {
-        "run_id": run.pk,
-        "workspace": run.workspace.slug,
-        "submitted_by": run.submitted_by.get_username(),
-        "harness": {
-            "name": run.harness.name,
-            "version": run.harness.version,
-            "digest": harness_digest(spec),
-            "author": author.get_username() if author else "",
-            "spec": run.harness.spec,
-        },
-        "capabilities": spec.required_capabilities(),
-        "timeout_s": spec.timeout_s,
-    }
-    if spec.repo is not None and spec.repo.ref == "run":
-        shared["git_sha"] = run.metadata["git_sha"]
+    plan = case_job(run=run, spec=spec, name=run.harness.name, needs_features=spec_features(spec))
     # Read in full first: on PostgreSQL the jobs are written with COPY, and a connection
     # cannot read from a server-side cursor while a COPY is in progress.
     chosen = Case.objects.filter(dataset=run.dataset)
@@ -320,12 +299,14 @@ def _park_jobs(run: Run, spec: HarnessSpec, target: Target, case_keys: Sequence[
         owner_id=run.submitted_by_id,
         runner_id=target.runner.pk if target.runner else None,
         run_id=run.pk,
-        shared=shared,
-        cases=[
-            (key, case_input, repeat) for repeat in range(run.repeats) for key, case_input in cases
-        ],
-        required_capabilities=spec.required_capabilities(),
-        needs_features=spec_features(spec),
+        shared=plan.shared,
+        jobs=(
+            (key, repeat, plan.own(key, case_input, repeat))
+            for repeat in range(run.repeats)
+            for key, case_input in cases
+        ),
+        required_capabilities=plan.capabilities,
+        needs_features=plan.needs_features,
         admit=run.concurrency,
         max_attempts=settings.EVERDICT_MAX_ATTEMPTS,
     )
@@ -342,10 +323,8 @@ def run_cancel(*, user: User, run_id: int) -> Run:
             return run
         canceled = queue.jobs_cancel(run_id=run.pk)
         # A case whose judges were canceled has no verdict to wait for any more.
-        run.results.filter(verdict=Verdict.JUDGING).update(
-            verdict=Verdict.ERROR, error="canceled while judging", reason="canceled while judging"
-        )
-        run.results.filter(grader_verdict=Verdict.JUDGING).update(grader_verdict=Verdict.ERROR)
+        judging = run.results.filter(Q(verdict=Verdict.JUDGING) | Q(grader_verdict=Verdict.JUDGING))
+        grades_write(run, [(row, CANCELED_WHILE_JUDGING) for row in judging.only(*GRADE_STATE)])
         now = timezone.now()
         run.status = RunStatus.CANCELED
         run.finished_at = now

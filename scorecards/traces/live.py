@@ -1,14 +1,16 @@
 """The run page's running cases, as deltas: what changed in each one's current step or newest
 frame since the page's last look, and which stopped running.
 
-The run's socket (`scorecards.live`) calls `running_changes` on each pass; a running case
-costs one trace row and a cache read, never its events or its frame's bytes.
+The run's socket (`scorecards.live`) calls `running_changes` on each pass, as the live part
+`running` of the run's lifecycle; a running case costs one trace row and a cache read, never
+its events or its frame's bytes.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from scorecards.lifecycle import Seen, live_part
 from scorecards.models import Run
 from scorecards.traces.replies import RunningCaseItem
 from scorecards.traces.selectors import running_cases
@@ -23,7 +25,8 @@ def _seen(item: RunningCaseItem) -> tuple[Any, ...]:
     )
 
 
-def running_changes(run: Run, seen: dict[int, tuple[Any, ...]]) -> dict[str, Any] | None:
+@live_part("running")
+def running_changes(run: Run, seen: Seen) -> dict[str, Any] | None:
     """The `running` message bringing a watcher up to date (advancing `seen`: job id → what it
     was sent), or None when nothing changed."""
     items = [RunningCaseItem.of(run.pk, run.repeats, c) for c in running_cases(run)]

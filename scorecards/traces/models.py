@@ -40,6 +40,8 @@ class CaseTrace(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        # Created as tables of the scorecards app: the move kept them (and their rows).
+        db_table = "scorecards_casetrace"
         indexes = [models.Index(fields=["job"], name="casetrace_job")]
 
     def __str__(self) -> str:
@@ -58,6 +60,7 @@ class TraceEvent(models.Model):
     size = models.PositiveIntegerField(default=0)
 
     class Meta:
+        db_table = "scorecards_traceevent"
         ordering = ["attempt_id", "seq"]
         constraints = [
             models.UniqueConstraint(fields=["attempt", "seq"], name="traceevent_attempt_seq")
@@ -81,6 +84,9 @@ class CaseScreens(models.Model):
     stride = models.PositiveIntegerField(default=1)
     updated_at = models.DateTimeField(default=timezone.now)
 
+    class Meta:
+        db_table = "scorecards_casescreens"
+
     def __str__(self) -> str:
         return f"screens of attempt {self.pk} ({self.received} received)"
 
@@ -92,13 +98,14 @@ class ScreenFrame(models.Model):
     n = models.PositiveIntegerField()
     taken_at = models.BigIntegerField(help_text="Epoch milliseconds, as the runner saw it.")
     received_at = models.DateTimeField(default=timezone.now)
-    blob = models.ForeignKey("scorecards.Blob", on_delete=models.PROTECT, related_name="+")
+    blob = models.ForeignKey("blobs.Blob", on_delete=models.PROTECT, related_name="+")
     media_type = models.CharField(max_length=20)
     size = models.PositiveIntegerField()
     # The trace's last seq when the frame came: the step the frame opens the timeline at.
     trace_seq = models.BigIntegerField(default=-1)
 
     class Meta:
+        db_table = "scorecards_screenframe"
         ordering = ["attempt_id", "n"]
         constraints = [
             models.UniqueConstraint(fields=["attempt", "n"], name="screenframe_attempt_n")

@@ -23,7 +23,7 @@ from runners import metrics
 from runners.models import Runner, RunnerJob
 from runners.queue.fence import refusal
 from runners.queue.rows import locked_job
-from scorecards.blobs.store import blob_store
+from scorecards.blobs.services import blob_store
 from scorecards.models import Run
 from scorecards.traces.models import CaseScreens, CaseTrace, ScreenFrame
 from scorecards.traces.services import fence_open

@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from core.errors import Invalid, NotFound
-from core.fields import ascii_int
+from core.errors import NotFound
+from core.fields import ascii_int, query_int
 from runners.models import JobAttempt, JobStatus, RunnerJob
-from scorecards.blobs.store import blob_open
+from scorecards.blobs.services import blob_open
 from scorecards.links import key_may_exist
 from scorecards.models import Run
-from scorecards.selectors.runs import run_get
+from scorecards.selectors.runs import repeat_of, run_get
 from scorecards.traces.models import CaseTrace, ScreenFrame, TraceEvent
 from scorecards.traces.screens import live_frame, live_frames
 
@@ -38,25 +38,6 @@ class CaseAttempt:
         return self.job.status == JobStatus.LEASED
 
 
-def _number(name: str, value: str | int | None, default: int | None) -> int | None:
-    if value is None or value == "":
-        return default
-    number = ascii_int(str(value))
-    if number is None:
-        raise Invalid({name: ["Must be a non-negative integer (ASCII digits)."]})
-    return number
-
-
-def repeat_of(run: Run, repeat: str | int | None) -> int:
-    if (repeat is None or repeat == "") and run.repeats > 1:
-        says = f"This run has {run.repeats} repeats: say which, 0 to {run.repeats - 1}."
-        raise Invalid({"repeat": [says]})
-    number = _number("repeat", repeat, 0) or 0
-    if number >= run.repeats:
-        raise Invalid({"repeat": [f"Must be between 0 and {run.repeats - 1}."]})
-    return number
-
-
 def case_attempt(
     *,
     user: User,
@@ -78,7 +59,7 @@ def attempt_of(
     job = jobs.first() if key_may_exist(key) else None
     if job is None:
         raise NotFound(f"Case {key!r} not found in run {run.pk}.")
-    epoch = _number("attempt", attempt, None)
+    epoch = query_int("attempt", attempt)
     if epoch is None:
         chosen = JobAttempt.objects.filter(pk=job.current_attempt_id or 0).first()
     else:
@@ -98,10 +79,8 @@ class TracePage:
 
 def trace_page(where: CaseAttempt, *, after_seq: Any = None, limit: Any = None) -> TracePage:
     """The attempt's events after `after_seq` (-1: from the first), at most `limit`."""
-    after = None if after_seq == "-1" else _number("after_seq", after_seq, None)
-    size = _number("limit", limit, TRACE_PAGE)
-    if size is None or not 1 <= size <= MAX_TRACE_PAGE:
-        raise Invalid({"limit": [f"Between 1 and {MAX_TRACE_PAGE}."]})
+    after = None if after_seq == "-1" else query_int("after_seq", after_seq)
+    size = query_int("limit", limit, default=TRACE_PAGE, lowest=1, highest=MAX_TRACE_PAGE)
     if where.attempt is None:
         return TracePage(where, None, [], False)
     trace = CaseTrace.objects.filter(pk=where.attempt.pk).first()

@@ -1,5 +1,5 @@
 """Workspace pages: overview, harnesses (and each one's history), datasets, runs, the run form,
-the run page, a case of a run, compare.
+the run page, compare (a case of a run is `scorecards.cases`'s page).
 
 Server-rendered and usable without JavaScript; small scripts only enhance them (the run
 form greys out incapable runners as the harness changes, the run page follows the run
@@ -8,17 +8,13 @@ through the same selectors and services as the API, so the rules (who may start,
 create what) are the services' alone.
 """
 
-from scorecards.views.cases import case_page
 from scorecards.views.compare import compare
 from scorecards.views.history import harness_history
 from scorecards.views.run_form import run_new
 from scorecards.views.runs import run_cancel_view, run_detail, run_rerun_view
-from scorecards.views.verdicts import case_verdict_view, run_regrade_view
 from scorecards.views.workspaces import datasets, harnesses, home, run_list, workspace_overview
 
 __all__ = [
-    "case_page",
-    "case_verdict_view",
     "compare",
     "datasets",
     "harness_history",
@@ -28,7 +24,6 @@ __all__ = [
     "run_detail",
     "run_list",
     "run_new",
-    "run_regrade_view",
     "run_rerun_view",
     "workspace_overview",
 ]

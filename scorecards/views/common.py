@@ -34,6 +34,13 @@ def page(view: View) -> View:
     return login_required(wrapper)
 
 
+def error_text(exc: ServiceError) -> str:
+    """A service's error in one line, as a page's message says it."""
+    if isinstance(exc.detail, dict):
+        return "; ".join(str(r) for reasons in exc.detail.values() for r in reasons)
+    return str(exc.detail)
+
+
 def add_errors(form: forms.Form, exc: ServiceError, rename: dict[str, str] | None = None) -> None:
     """Show a service's error on the form: field details by their field, the rest on top."""
     details: dict[str, Any] = exc.detail if isinstance(exc.detail, dict) else {"": [exc.detail]}

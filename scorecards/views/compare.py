@@ -8,22 +8,12 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from accounts.authentication import signed_in
-from core.errors import Invalid, NotFound, ServiceError
-from core.fields import ascii_int
+from core.errors import Invalid, NotFound
+from core.fields import query_int
 from scorecards.selectors.compare import output_diffs, run_compare
 from scorecards.selectors.runs import runs_latest
 from scorecards.selectors.workspaces import membership_for
-from scorecards.views.common import page
-
-
-def _run_id(value: str | None) -> int | None:
-    return ascii_int(value) if value else None
-
-
-def _error_text(exc: ServiceError) -> str:
-    if isinstance(exc.detail, dict):
-        return "; ".join(str(r) for reasons in exc.detail.values() for r in reasons)
-    return str(exc.detail)
+from scorecards.views.common import error_text, page
 
 
 @page
@@ -31,17 +21,18 @@ def _error_text(exc: ServiceError) -> str:
 def compare(request: HttpRequest, slug: str) -> HttpResponse:
     user = signed_in(request)
     membership = membership_for(user=user, slug=slug)
-    a, b = _run_id(request.GET.get("a")), _run_id(request.GET.get("b"))
     comparison, error, status = None, "", 200
-    given = [request.GET.get(name) for name in ("a", "b")]
-    if any(value and ascii_int(value) is None for value in given):
-        # Checked before any lookup: `int()` would read other scripts' digits.
+    try:
+        # Read before any lookup: `int()` would read other scripts' digits.
+        a, b = (query_int(name, request.GET.get(name)) for name in ("a", "b"))
+    except Invalid:
+        a = b = None
         error, status = "Run ids are numbers in ASCII digits.", 400
-    elif b is not None:
+    if b is not None:
         try:
             comparison = run_compare(user=user, workspace_slug=slug, a=a, b=b)
         except (Invalid, NotFound) as exc:
-            error = _error_text(exc)
+            error = error_text(exc)
             status = exc.status
         else:
             output_diffs(comparison)

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods
 
 from accounts.authentication import signed_in
 from core.errors import ServiceError
+from core.fields import ascii_int
 from scorecards.models import Role
 from scorecards.selectors.catalog import VersionHistory, dataset_histories, harness_histories
 from scorecards.selectors.runs import runtime_choices
@@ -44,9 +45,8 @@ class RunForm(forms.Form):
 def _name_version(value: str) -> tuple[str, int | None]:
     """`name` is the latest version, `name@3` a pinned one."""
     name, at, version = value.rpartition("@")
-    if at and version.isascii() and version.isdigit():
-        return name, int(version)
-    return value, None
+    number = ascii_int(version) if at else None
+    return (name, number) if number is not None else (value, None)
 
 
 def _selected(histories: list[VersionHistory], value: str) -> Any:

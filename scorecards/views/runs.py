@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts.authentication import signed_in
-from core.errors import Forbidden, Invalid, ServiceError
+from core.errors import Forbidden, Invalid
 from core.replies import data
 from runners.models import JobLogLine
 from scorecards.links import case_url
@@ -24,6 +24,7 @@ from scorecards.selectors.cursors import cursor_decode, cursor_encode
 from scorecards.selectors.results import (
     FAILURES,
     RESULTS_PAGE,
+    last_result_seq,
     results_after,
     run_overview,
     verdicts_parse,
@@ -39,7 +40,7 @@ from scorecards.selectors.summary import case_tallies, run_summary, score_distri
 from scorecards.selectors.waiting import run_waiting
 from scorecards.selectors.workspaces import membership_for
 from scorecards.services import RERUN_CHOICES, run_cancel, run_rerun
-from scorecards.views.common import page, result_rows
+from scorecards.views.common import error_text, page, result_rows
 
 INITIAL_LOG_LINES = 500
 FILTERS = (
@@ -106,7 +107,7 @@ def _pair(run: Run) -> list[dict[str, Any]]:
 
 def _live(run: Run, logs: list[dict[str, Any]], results: dict[str, Any]) -> dict[str, Any]:
     """What the page's script needs to follow the run from where the page left off."""
-    last_result = run.results.aggregate(last=Max("seq"))["last"] or 0
+    last_result = last_result_seq(run)
     last_event = run.events.aggregate(last=Max("pk"))["last"] or 0
     return {
         "id": run.pk,
@@ -182,13 +183,7 @@ def run_rerun_view(request: HttpRequest, run_id: int) -> HttpResponse:
     try:
         child = run_rerun(user=signed_in(request), run_id=run_id, only=only)
     except (Invalid, Forbidden) as exc:
-        messages.error(request, _error_text(exc))
+        messages.error(request, error_text(exc))
         return redirect("run", run_id=run_id)
     messages.success(request, f"Run {child.pk} re-runs the {only} cases of run {run_id}.")
     return redirect("run", run_id=child.pk)
-
-
-def _error_text(exc: ServiceError) -> str:
-    if isinstance(exc.detail, dict):
-        return "; ".join(str(r) for reasons in exc.detail.values() for r in reasons)
-    return str(exc.detail)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from accounts.services import api_key_create
-from everdict.demo import CASES, harness_spec
+from everdict.demo_seed import CASES, harness_spec
 from runners.services import runner_pair
 from scorecards.services import dataset_create, harness_create
 from tests.browser.test_run_page import PHONE, Console, browser, log_in

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from everdict.demo import CASES, harness_spec
+from everdict.demo_seed import CASES, harness_spec
 from runners.services import runner_pair
 from scorecards.services import dataset_create, harness_create
 from tests.live import ROOT, daphne, runner_cli, scheduler

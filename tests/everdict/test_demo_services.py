@@ -13,14 +13,13 @@ import pytest
 from django.test import Client
 
 from accounts.services import api_key_create
-from everdict.demo import (
+from everdict.demo_seed import demo_seed, demo_user
+from everdict.demo_web import (
     STATIC_PAGE,
     WEB_DATASET,
     WEB_DOCKER_HARNESS,
     WEB_HARNESS,
-    demo_seed,
     demo_static_image,
-    demo_user,
 )
 from runners.services import runner_pair
 from tests.live import daphne, rest, runner_cli, scheduler

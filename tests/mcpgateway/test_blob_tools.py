@@ -13,7 +13,7 @@ import pytest
 from accounts.services import api_key_create
 from mcpgateway.blob_tools import MAX_CHUNK_BASE64_CHARS
 from runnercli.protocol import MAX_BLOB_CHUNK_BYTES
-from scorecards.models import Blob, BlobUpload
+from scorecards.blobs.models import Blob, BlobUpload
 from tests.mcpgateway.mcp_client import call, error_text, structured
 from tests.mcpgateway.test_runner_tools import RESULT, dispatch, lease, pair_via_rest
 from tests.suites import suite

@@ -26,8 +26,8 @@ import pytest
 
 from accounts.services import api_key_create
 from runnercli.protocol import MAX_ARTIFACT_BYTES
-from scorecards.blobs import blob_store
-from scorecards.models import Blob, BlobUpload
+from scorecards.blobs.models import Blob, BlobUpload
+from scorecards.blobs.services import blob_store
 from scorecards.services import dataset_create, harness_create, workspace_create
 from tests.gate import GatedProxy
 from tests.live import daphne, metric, rest, runner_cli

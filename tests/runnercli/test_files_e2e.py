@@ -28,7 +28,8 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from accounts.services import api_key_create
-from scorecards.models import CaseFsRequest, Membership, Role
+from scorecards.files.models import CaseFsRequest
+from scorecards.models import Membership, Role
 from scorecards.services import dataset_create, harness_create
 from tests.live import daphne, rest, runner_cli
 from tests.mcpgateway.mcp_client import call, error_text, structured

@@ -15,9 +15,10 @@ from accounts.services import api_key_create
 from runnercli.protocol import ArtifactRef, CaseResult, names_missing_artifact
 from runners import queue
 from runners.models import JobStatus, RunnerJob
-from scorecards.blobs import blob_store
-from scorecards.models import Artifact, Membership, Role
+from scorecards.blobs.models import Artifact
+from scorecards.blobs.services import blob_store
 from scorecards.models import CaseResult as CaseResultRow
+from scorecards.models import Membership, Role
 from scorecards.services import result_submit, results_submit
 from tests.suites import completed, pair, start, suite
 

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from core.errors import NotFound
-from scorecards.blobs import (
+from scorecards.blobs.models import Blob, BlobUpload
+from scorecards.blobs.services import (
     blob_get,
     blob_holdings,
     blob_open,
@@ -19,7 +20,6 @@ from scorecards.blobs import (
     blob_storage,
     blob_store,
 )
-from scorecards.models import Blob, BlobUpload
 from scorecards.services import workspace_create
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("blob_dir")]

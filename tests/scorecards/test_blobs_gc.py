@@ -18,9 +18,10 @@ from django.utils import timezone
 
 from runnercli.protocol import ArtifactRef
 from runners import queue
-from scorecards.blobs import blob_put, blob_store
+from scorecards.blobs.models import Artifact, Blob, BlobUpload
 from scorecards.blobs.references import BLOB_REFERENCES
-from scorecards.models import Artifact, Blob, BlobUpload, CaseResult, Run
+from scorecards.blobs.services import blob_put, blob_store
+from scorecards.models import CaseResult, Run
 from scorecards.services import result_submit
 from tests.suites import completed, pair, start, suite
 

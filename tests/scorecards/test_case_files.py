@@ -13,7 +13,8 @@ from runnercli.protocol import BlobRef, FsEntry
 from runnercli.protocol.world import fs_error
 from runners import queue
 from runners.models import RunnerJob
-from scorecards.blobs import blob_store
+from scorecards.blobs.services import blob_store
+from scorecards.files.models import CaseFsRequest
 from scorecards.files.services import (
     _raise_refusal,
     fs_answer_get,
@@ -23,7 +24,6 @@ from scorecards.files.services import (
     fs_requests_give_back,
     fs_requests_take,
 )
-from scorecards.models import CaseFsRequest
 from scorecards.services import workspace_create
 from tests.suites import pair, start, suite
 

@@ -17,8 +17,8 @@ from scorecards.models import CaseResult, Membership, Role, RunStatus, VerdictEn
 from scorecards.selectors.compare import run_compare
 from scorecards.selectors.history import harness_runs
 from scorecards.services import harness_create
-from scorecards.services.regrades import run_regrade
-from scorecards.services.verdicts import verdict_set, verdict_withdraw
+from scorecards.verdicts.regrades import run_regrade
+from scorecards.verdicts.services import verdict_set, verdict_withdraw
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,7 @@ from scorecards.models import CaseResult, Membership, Role, Run, RunStatus, Verd
 from scorecards.selectors.compare import run_compare
 from scorecards.selectors.history import harness_runs
 from scorecards.services import harness_create
-from scorecards.services.regrades import run_regrade
+from scorecards.verdicts.regrades import run_regrade
 
 pytestmark = pytest.mark.django_db
 

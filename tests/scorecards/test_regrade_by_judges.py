@@ -11,8 +11,8 @@ from django.test import Client
 from runners.models import JobKind, JobStatus, Runner
 from scorecards.models import RunStatus, VerdictEntry
 from scorecards.services import harness_create
-from scorecards.services.regrades import run_regrade
-from scorecards.services.verdicts import verdict_set
+from scorecards.verdicts.regrades import run_regrade
+from scorecards.verdicts.services import verdict_set
 from tests.scorecards.test_judging import answer, judge, judge_spec, laptop, run_case
 from tests.scorecards.test_regrade import api
 from tests.suites import ECHO_SPEC, pair, start, suite

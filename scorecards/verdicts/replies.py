@@ -11,7 +11,7 @@ from core.replies import Reply
 from scorecards.models import CaseResult
 from scorecards.replies.marks import PersonMark
 from scorecards.replies.runs import RunSummary, VersionRef
-from scorecards.services.regrades import Regraded
+from scorecards.verdicts.regrades import Regraded
 
 
 class RegradeReply(Reply):

@@ -11,30 +11,10 @@ from runnercli.protocol import CasePathError, check_case_path
 from scorecards.blobs.models import Artifact
 from scorecards.blobs.store import blob_open
 from scorecards.links import key_may_exist
-from scorecards.selectors.runs import run_get
+from scorecards.selectors.runs import repeat_of, run_get
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
-
-    from scorecards.models import Run
-
-# Shown in the browser rather than downloaded: plain text and raster images, which cannot run
-# script on the server's origin. Anything else (HTML, SVG, …) is an attachment.
-INLINE_MEDIA_TYPES = frozenset(
-    {
-        "text/plain",
-        "text/markdown",
-        "text/csv",
-        "text/x-diff",
-        "text/x-patch",
-        "application/json",
-        "image/png",
-        "image/jpeg",
-        "image/gif",
-        "image/webp",
-    }
-)
-TEXT_MEDIA_TYPES = frozenset({"application/json", "application/x-ndjson", "application/xml"})
 
 
 def artifact_path(path: str) -> str:
@@ -49,33 +29,13 @@ def artifact_path(path: str) -> str:
     return normal
 
 
-def _repeat_of(run: Run, repeat: str | int | None) -> int:
-    if repeat is None or repeat == "":
-        if run.repeats > 1:
-            raise Invalid(
-                {
-                    "repeat": [
-                        f"This run has {run.repeats} repeats: say which, 0 to {run.repeats - 1}."
-                    ]
-                }
-            )
-        return 0
-    try:
-        number = int(repeat)
-    except ValueError:
-        raise Invalid({"repeat": ["Must be an integer."]}) from None
-    if not 0 <= number < run.repeats:
-        raise Invalid({"repeat": [f"Must be between 0 and {run.repeats - 1}."]})
-    return number
-
-
 def artifact_find(
     *, user: User, run_id: int, key: str, path: str, repeat: str | int | None = None
 ) -> Artifact:
     """The artifact at `path` of the case's result on this repeat, for a member of the run's
     workspace (viewers included); NotFound for anyone else and for what does not exist."""
     run = run_get(user=user, run_id=run_id)
-    number = _repeat_of(run, repeat)
+    number = repeat_of(run, repeat)
     if not key_may_exist(key):
         raise NotFound(f"No artifact {path!r} for case {key!r} of run {run_id}.")
     artifact = (
@@ -97,14 +57,6 @@ def artifact_url(run_id: int, key: str, path: str, repeat: int, repeats: int) ->
     """Where an artifact is downloaded: `/api/runs/<id>/artifacts?key=K&path=P[&repeat=N]`."""
     query = {"key": key, "path": path, **({"repeat": repeat} if repeats > 1 else {})}
     return f"/api/runs/{run_id}/artifacts?{urlencode(query)}"
-
-
-def is_inline(media_type: str) -> bool:
-    return media_type in INLINE_MEDIA_TYPES
-
-
-def is_text(media_type: str) -> bool:
-    return media_type.startswith("text/") or media_type in TEXT_MEDIA_TYPES
 
 
 def artifact_head(artifact: Artifact, limit: int) -> tuple[bytes, bool]:

@@ -9,10 +9,10 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from accounts.authentication import signed_in
+from scorecards.cases.replies import CaseReply
+from scorecards.cases.selectors import case_detail
 from scorecards.links import api_case_url
 from scorecards.models import Role
-from scorecards.replies.cases import CaseReply
-from scorecards.selectors.cases import case_detail
 from scorecards.selectors.runs import run_get
 from scorecards.selectors.workspaces import membership_for
 from scorecards.views.common import page, provenance_badge

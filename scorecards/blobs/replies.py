@@ -8,8 +8,9 @@ from typing import Literal
 from pydantic import Field
 
 from core.replies import Reply
-from scorecards.blobs.downloads import artifact_url, is_text
 from scorecards.blobs.models import Artifact
+from scorecards.blobs.responses import is_text
+from scorecards.blobs.selectors import artifact_url
 from scorecards.models import CaseResult, Run
 
 

@@ -9,11 +9,10 @@ changed meanwhile, and writes the changed verdicts in batches.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
@@ -22,36 +21,17 @@ from runnercli.protocol import HarnessSpec
 from runnercli.protocol.features import JUDGE_FEATURES
 from scorecards import scoring
 from scorecards.judging.services import judge_spec, judgements_queue
-from scorecards.models import (
-    CaseResult,
-    HarnessVersion,
-    Run,
-    RunStatus,
-    VerdictEntry,
-    VerdictSource,
-)
+from scorecards.models import CaseResult, HarnessVersion, Run, RunStatus
 from scorecards.selectors.summary import run_summary
 from scorecards.services.events import event
+from scorecards.services.grades import GRADE_STATE, Regrading, grades_write
 from scorecards.services.runs import runtime_resolve
-from scorecards.services.verdicts import originals_record, run_for_member, run_restate
+from scorecards.verdicts.services import run_for_member, run_restate
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 GRADE_CHUNK = 500
-_WRITTEN = ["verdict", "score", "grader_verdict", "grader_score", "reason", "error"]
-WRITE_BATCH = 500
-_STATE = (
-    "pk",
-    "verdict",
-    "score",
-    "reason",
-    "error",
-    "verdict_by_id",
-    "grader_verdict",
-    "grader_score",
-    "created_at",
-)
 
 
 @dataclass(frozen=True)
@@ -86,9 +66,11 @@ def regrade_by_judges(*, user: User, run: Run, harness: HarnessVersion) -> Regra
         results = list(
             CaseResult.objects.filter(run=run, status="completed").select_related("case", "run")
         )
-        had = set(VerdictEntry.objects.filter(result__run=run).values_list("result_id", flat=True))
-        originals_record(run, results, had=had)
         now = timezone.now()
+        # Each stored output waits for its judges (`judging`): its settled verdict goes to its
+        # history first, where what they decide joins it.
+        regrade = Regrading(harness_id=harness.pk, by=user, at=now)
+        grades_write(run, [(result, scoring.JUDGING) for result in results], regrade=regrade)
         for result in results:
             judgements_queue(result=result, spec=spec, place=now)
         run.graded_with = None if harness.pk == run.harness_id else harness
@@ -162,22 +144,6 @@ def grades_of(run: Run, spec: HarnessSpec) -> dict[int, scoring.Grade]:
         after = rows[-1][0]
 
 
-def _apply(row: CaseResult, grade: scoring.Grade) -> tuple[bool, bool]:
-    """Put the new grade on the row (under a person's verdict, underneath it): whether
-    anything changed, and whether the grader's verdict or score did."""
-    score = min(1.0, max(0.0, grade.score))
-    error = grade.detail[:1000] if grade.verdict == "error" else ""
-    if row.verdict_by_id is None:
-        judged = (row.verdict, row.score) != (grade.verdict, score)
-        row.verdict, row.score = grade.verdict, score
-    else:
-        judged = (row.grader_verdict, row.grader_score) != (grade.verdict, score)
-        row.grader_verdict, row.grader_score = grade.verdict, score
-    said = (row.reason, row.error) != (grade.detail[:1000], error)
-    row.reason, row.error = grade.detail[:1000], error
-    return judged or said, judged
-
-
 def run_regrade(
     *, user: User, run_id: int, harness_version: int | None = None, harness: str | None = None
 ) -> Regraded:
@@ -194,14 +160,10 @@ def run_regrade(
     with transaction.atomic():
         run = Run.objects.select_for_update(of=("self",)).get(pk=run.pk)
         before = run_summary(run)
-        completed = CaseResult.objects.filter(run=run, status="completed").only(*_STATE)
+        completed = CaseResult.objects.filter(run=run, status="completed").only(*GRADE_STATE)
         rows = [row for row in completed if row.pk in grades]
-        saved = {row.pk: copy.copy(row) for row in rows}
-        applied = {row.pk: _apply(row, grades[row.pk]) for row in rows}
-        written = [row for row in rows if applied[row.pk][0]]
-        changed = [row for row in rows if applied[row.pk][1]]
-        _write(written)
-        _record(run, changed, [saved[row.pk] for row in changed], grader, user)
+        regrade = Regrading(harness_id=grader.pk, by=user)
+        changed = grades_write(run, [(row, grades[row.pk]) for row in rows], regrade=regrade)
         run.graded_with = None if grader.pk == run.harness_id else grader
         run.regraded_at = timezone.now()
         Run.objects.filter(pk=run.pk).update(
@@ -212,54 +174,6 @@ def run_regrade(
         kept = sum(1 for row in rows if row.verdict_by_id is not None)
         event(run, _said(user, grader, len(rows), len(changed), kept, before, after))
     return Regraded(run, grader, len(rows), len(changed), kept, after)
-
-
-def _write(rows: list[CaseResult]) -> None:
-    """Update the rows' grades: one parametrized UPDATE run for every row (a C loop on
-    SQLite, a pipeline on psycopg). Django's bulk_update builds a CASE per field and row,
-    which cost ten times the grading itself."""
-    meta, quote = CaseResult._meta, connection.ops.quote_name
-    column = {field.name: str(field.column) for field in meta.concrete_fields}
-    sets = ", ".join(f"{quote(column[name])} = %s" for name in _WRITTEN)
-    sql = f"UPDATE {quote(meta.db_table)} SET {sets} WHERE {quote(column['id'])} = %s"
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, [[getattr(r, name) for name in _WRITTEN] + [r.pk] for r in rows])
-
-
-def _record(
-    run: Run,
-    changed: list[CaseResult],
-    saved: list[CaseResult],
-    grader: HarnessVersion,
-    user: User,
-) -> None:
-    """Write the history of the results whose verdict changed: the settled verdict first
-    where a result had none, then the new grade (not counted under a person's verdict)."""
-    ids = [row.pk for row in changed]
-    had: set[int] = set()
-    for start in range(0, len(ids), WRITE_BATCH):
-        batch = ids[start : start + WRITE_BATCH]
-        entries = VerdictEntry.objects.filter(result_id__in=batch)
-        had |= set(entries.values_list("result_id", flat=True))
-    originals_record(run, saved, had=had)
-    now = timezone.now()
-    VerdictEntry.objects.bulk_create(
-        [
-            VerdictEntry(
-                result_id=row.pk,
-                verdict=row.grader_verdict if row.verdict_by_id else row.verdict,
-                score=(row.grader_score or 0.0) if row.verdict_by_id else row.score,
-                reason=row.reason,
-                source=VerdictSource.REGRADE,
-                harness=grader,
-                by=user,
-                counted=row.verdict_by_id is None,
-                at=now,
-            )
-            for row in changed
-        ],
-        batch_size=WRITE_BATCH,
-    )
 
 
 def _said(

@@ -16,9 +16,9 @@ from rest_framework.views import APIView
 
 from accounts.authentication import signed_in
 from core.schema import service_errors
-from scorecards.api.artifacts import blob_response
+from scorecards.blobs.responses import blob_response
+from scorecards.files.replies import CaseFiles
 from scorecards.files.services import fs_answer_get
-from scorecards.replies.files import CaseFiles
 
 
 class CaseFilesView(APIView):

@@ -2,13 +2,13 @@
 counts from then on (summary, compare, history), marked as a person's, and a regrade records
 the grader's new verdict underneath without replacing it.
 
-Every change is kept in the result's verdict history (`VerdictEntry`); the verdict a result
-settled with is written there the first time it changes, so unchanged results cost nothing.
+Every change is kept in the result's verdict history, written with it by the shared rule
+(`scorecards.services.grades`); the verdict a result settled with is written there the first
+time it changes, so unchanged results cost nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from django.db import transaction
@@ -17,6 +17,7 @@ from django.utils import timezone
 from core.errors import Conflict, Forbidden, Invalid, NotFound
 from scorecards.links import key_may_exist
 from scorecards.models import (
+    TEXT_CHARS,
     Case,
     CaseResult,
     EventLevel,
@@ -24,19 +25,17 @@ from scorecards.models import (
     Run,
     RunStatus,
     Verdict,
-    VerdictEntry,
-    VerdictSource,
 )
-from scorecards.selectors.runs import run_get
+from scorecards.selectors.runs import repeat_of, run_get
 from scorecards.selectors.workspaces import membership_for
 from scorecards.services.events import event
-from scorecards.traces.selectors import repeat_of
+from scorecards.services.grades import person_verdict_set, person_verdict_withdraw
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 PERSON_VERDICTS = (Verdict.PASS, Verdict.FAIL)
-MAX_NOTE_CHARS = 1000
+MAX_NOTE_CHARS = TEXT_CHARS
 
 
 def run_for_member(*, user: User, run_id: int) -> Run:
@@ -46,26 +45,6 @@ def run_for_member(*, user: User, run_id: int) -> Run:
     if not membership_for(user=user, slug=run.workspace.slug).allows(Role.MEMBER):
         raise Forbidden(f"This needs the {Role.MEMBER} role in workspace {run.workspace.slug!r}.")
     return run
-
-
-def originals_record(run: Run, results: Iterable[CaseResult], *, had: set[int]) -> None:
-    """Write the settled verdict of each result that has no history yet (`had`: those that
-    do), before its first change."""
-    VerdictEntry.objects.bulk_create(
-        [
-            VerdictEntry(
-                result_id=r.pk,
-                verdict=r.grader_verdict or r.verdict,
-                score=r.score if r.grader_score is None else r.grader_score,
-                reason=r.reason or r.error,
-                source=VerdictSource.GRADER,
-                harness_id=run.harness_id,
-                at=r.created_at,
-            )
-            for r in results
-            if r.pk not in had
-        ]
-    )
 
 
 def run_restate(run: Run) -> None:
@@ -122,22 +101,7 @@ def verdict_set(
     with transaction.atomic():
         run = _locked_run(run_id)
         result = _locked_result(run, key, repeat)
-        had = set(VerdictEntry.objects.filter(result=result).values_list("result_id", flat=True))
-        originals_record(run, [result], had=had)
-        if result.verdict_by_id is None:
-            result.grader_verdict, result.grader_score = result.verdict, result.score
-        result.verdict, result.score = verdict, 1.0 if verdict == Verdict.PASS else 0.0
-        result.verdict_by, result.verdict_at, result.verdict_note = user, now, note
-        result.save(update_fields=_PERSON_FIELDS)
-        VerdictEntry.objects.create(
-            result=result,
-            verdict=verdict,
-            score=result.score,
-            source=VerdictSource.PERSON,
-            by=user,
-            note=note,
-            at=now,
-        )
+        person_verdict_set(run, result, verdict=verdict, note=note, by=user, at=now)
         run_restate(run)
         said = f" — {note}" if note else ""
         event(
@@ -159,20 +123,7 @@ def verdict_withdraw(
         result = _locked_result(run, key, repeat)
         if result.verdict_by_id is None:
             raise NotFound(f"Case {key!r} (repeat {result.repeat}) has no person's verdict.")
-        result.verdict = result.grader_verdict or Verdict.ERROR
-        result.score = result.grader_score or 0.0
-        result.verdict_by, result.verdict_at, result.verdict_note = None, None, ""
-        result.grader_verdict, result.grader_score = "", None
-        result.save(update_fields=_PERSON_FIELDS)
-        VerdictEntry.objects.create(
-            result=result,
-            verdict=result.verdict,
-            score=result.score,
-            reason=result.reason or result.error,
-            source=VerdictSource.WITHDRAWN,
-            by=user,
-            at=now,
-        )
+        person_verdict_withdraw(result, by=user, at=now)
         run_restate(run)
         event(
             run,
@@ -181,14 +132,3 @@ def verdict_withdraw(
             EventLevel.INFO,
         )
     return result
-
-
-_PERSON_FIELDS = [
-    "verdict",
-    "score",
-    "verdict_by",
-    "verdict_at",
-    "verdict_note",
-    "grader_verdict",
-    "grader_score",
-]

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 from pydantic import Field
 
 from core.replies import Reply
-from scorecards.blobs.downloads import is_text
+from scorecards.blobs.responses import is_text
 from scorecards.files.services import FsAnswer
 
 

@@ -14,10 +14,10 @@ from core.fields import IntegerField
 from core.schema import service_errors
 from core.serializers import StrictSerializer
 from scorecards.models import CaseResult
-from scorecards.replies.verdicts import RegradeReply, VerdictReply
 from scorecards.selectors.summary import run_summary
-from scorecards.services.regrades import run_regrade
-from scorecards.services.verdicts import (
+from scorecards.verdicts.regrades import run_regrade
+from scorecards.verdicts.replies import RegradeReply, VerdictReply
+from scorecards.verdicts.services import (
     MAX_NOTE_CHARS,
     PERSON_VERDICTS,
     verdict_set,

@@ -13,12 +13,12 @@ from core.replies import Reply, Timestamp
 from runnercli.protocol import HarnessSpec
 from runners.models import JobAttempt
 from scorecards import scoring
+from scorecards.blobs.replies import ArtifactItem
+from scorecards.cases.selectors import CASE_LOG_LINES, CaseDetail
 from scorecards.diffs import Line, expected_diff
 from scorecards.models import CaseResult, Verdict
-from scorecards.replies.artifacts import ArtifactItem
 from scorecards.replies.marks import PersonMark, VerdictEntryItem
 from scorecards.replies.runs import LogLine
-from scorecards.selectors.cases import CASE_LOG_LINES, CaseDetail
 
 SHADOW_PREVIEW_CHARS = 1024
 

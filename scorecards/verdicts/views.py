@@ -8,32 +8,22 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from accounts.authentication import signed_in
-from core.errors import Conflict, Forbidden, Invalid, ServiceError
-from core.fields import ascii_int
+from core.errors import Conflict, Forbidden, Invalid
+from core.fields import query_int
 from scorecards.links import case_url
-from scorecards.services.regrades import run_regrade
-from scorecards.services.verdicts import verdict_set, verdict_withdraw
-from scorecards.views.common import page
-
-
-def _text(exc: ServiceError) -> str:
-    if isinstance(exc.detail, dict):
-        return "; ".join(str(r) for reasons in exc.detail.values() for r in reasons)
-    return str(exc.detail)
+from scorecards.verdicts.regrades import run_regrade
+from scorecards.verdicts.services import verdict_set, verdict_withdraw
+from scorecards.views.common import error_text, page
 
 
 @page
 @require_POST
 def run_regrade_view(request: HttpRequest, run_id: int) -> HttpResponse:
-    version = request.POST.get("harness_version", "")
     try:
-        done = run_regrade(
-            user=signed_in(request),
-            run_id=run_id,
-            harness_version=ascii_int(version),
-        )
+        version = query_int("harness_version", request.POST.get("harness_version"))
+        done = run_regrade(user=signed_in(request), run_id=run_id, harness_version=version)
     except (Invalid, Forbidden, Conflict) as exc:
-        messages.error(request, _text(exc))
+        messages.error(request, error_text(exc))
     else:
         messages.success(
             request,
@@ -58,5 +48,5 @@ def case_verdict_view(request: HttpRequest, run_id: int) -> HttpResponse:
             )
             messages.success(request, f"Verdict set: {verdict}.")
     except (Invalid, Forbidden, Conflict) as exc:
-        messages.error(request, _text(exc))
+        messages.error(request, error_text(exc))
     return redirect(case_url(run_id, key))

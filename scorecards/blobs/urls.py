@@ -1,0 +1,11 @@
+"""Routes of artifacts under /api/."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from scorecards.blobs import api
+
+api_urlpatterns = [
+    path("runs/<int:run_id>/artifacts", api.ArtifactView.as_view(), name="api-artifact"),
+]
