@@ -39,11 +39,11 @@ from runnercli.case.collect import Collect
 from runnercli.case.execute import Execute
 from runnercli.case.pipeline import CaseContext, Pipeline, Stage
 from runnercli.case.prepare import Prepare
-from runnercli.case.services import Services
-from runnercli.jobrun import JobRun
+from runnercli.case.services import Records, Runtime, Topologies
+from runnercli.case.services.daemon import daemon_problem
+from runnercli.case.services.stage import Services
 from runnercli.protocol import CaseJob, HarnessSpec, Lease, harness_digest
-from runnercli.services import Records, Runtime, Topologies
-from runnercli.services.daemon import daemon_problem
+from runnercli.session import JobRun
 
 IMAGE = "everdict-bench/busybox:1"
 PAGE = "bench\n"

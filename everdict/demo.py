@@ -201,7 +201,7 @@ def demo_static_image() -> str | None:
     `demo-web-docker` cannot run here."""
     import asyncio
 
-    from runnercli.services.daemon import daemon_problem
+    from runnercli.case.services.daemon import daemon_problem
 
     if (problem := asyncio.run(daemon_problem())) is not None:
         return problem
@@ -306,7 +306,7 @@ def _check_alive(children: Children) -> None:
 
 # ------------------------------------------------------------------ the run
 
-# What the runner prints once the server answered its `hello` (runnercli.loop).
+# What the runner prints once the server answered its `hello` (runnercli.commands.runner).
 HELLO_LINE = "connected to "
 
 

@@ -43,7 +43,7 @@ def docker_problem() -> str | None:
     one through .ci/with-dockerd), or the docker SDK is missing; None when they can."""
     import asyncio
 
-    from runnercli.services.daemon import daemon_problem
+    from runnercli.case.services.daemon import daemon_problem
 
     try:
         import docker  # noqa: F401

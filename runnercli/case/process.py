@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from runnercli.argv import StartError
+from runnercli.case.argv import StartError
 from runnercli.case.pipeline import EndStatus
 
 # Time a process group gets between SIGTERM and SIGKILL when its timeout passes.

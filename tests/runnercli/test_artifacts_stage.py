@@ -10,13 +10,15 @@ import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
-from runnercli.case.artifacts import Artifacts
+from runnercli.case.artifacts.shelf import Shelf
+from runnercli.case.artifacts.stage import Artifacts
 from runnercli.case.collect import Collect
+from runnercli.case.delivery.reports import Delivery
+from runnercli.case.delivery.spool import Spool
 from runnercli.case.execute import Execute
 from runnercli.case.pipeline import Artifact, CaseContext, Pipeline, Stage
 from runnercli.case.prepare import Prepare
 from runnercli.client import ServerUnavailable
-from runnercli.delivery import Delivery
 from runnercli.protocol import (
     Ack,
     ArtifactRef,
@@ -26,9 +28,7 @@ from runnercli.protocol import (
     ResultReport,
     artifact_not_uploaded,
 )
-from runnercli.redact import Redactor
-from runnercli.shelf import Shelf
-from runnercli.spool import Spool
+from runnercli.text.redact import Redactor
 from tests.runnercli.blob_server import BlobServerClient
 from tests.runnercli.conftest import make_job
 from tests.runnercli.fakes import fake_session, held, said

@@ -25,8 +25,8 @@ import psutil
 import pytest
 
 from accounts.services import api_key_create
+from runnercli.laptop.updates import update_command
 from runnercli.protocol import PROTOCOL_VERSION
-from runnercli.updates import update_command
 from runners.models import JobAttempt, RunnerJob
 from scorecards.models import CaseResult
 from scorecards.services import dataset_create, harness_create

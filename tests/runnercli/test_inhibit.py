@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from runnercli.inhibit import Held, Inhibitor, InhibitorStatus, inhibitor_command
-from runnercli.pidfile import process_start
+from runnercli.laptop.inhibit import Held, Inhibitor, InhibitorStatus, inhibitor_command
+from runnercli.laptop.pidfile import process_start
 
 FAKE_INHIBIT = """#!/bin/sh
 printf '%s\\n' "$@" > "{record}/argv.$$"
@@ -103,7 +103,7 @@ def test_it_is_held_from_the_first_case_to_the_end_of_the_last(tmp_path: Path) -
 PARENT = textwrap.dedent(
     """
     import asyncio, sys
-    from runnercli.inhibit import Inhibitor
+    from runnercli.laptop.inhibit import Inhibitor
 
     async def main():
         inhibitor = Inhibitor(platform="linux", path=sys.argv[1])

@@ -22,10 +22,10 @@ from click.testing import CliRunner
 from django.test import Client
 
 from accounts.services import api_key_create
-from runnercli.capacity import MAX_CONCURRENT_TYPE, auto_concurrency
 from runnercli.cli import cli
+from runnercli.laptop.updates import update_command
 from runnercli.protocol import PROTOCOL_VERSION
-from runnercli.updates import update_command
+from runnercli.slots import MAX_CONCURRENT_TYPE, auto_concurrency
 from runners.models import Runner
 from tests.live import daphne, runner_cli, scheduler
 from tests.runnercli.test_e2e import (

@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runnercli.argv import StartError
+from runnercli.case.argv import StartError
 from runnercli.case.collect import Collect
 from runnercli.case.execute import Execute
 from runnercli.case.pipeline import (

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from runnercli.redact import RedactError, Redactor
+from runnercli.text.redact import RedactError, Redactor
 from tests.runnercli.gitrepos import PNG
 
 KEY = "sk-" + "A1b2C3d4" * 4

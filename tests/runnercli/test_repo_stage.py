@@ -18,9 +18,9 @@ from runnercli.case.collect import Collect
 from runnercli.case.execute import Execute
 from runnercli.case.pipeline import CaseContext, Failed, Pipeline, Stage
 from runnercli.case.prepare import Prepare
-from runnercli.case.repo import Repo
+from runnercli.case.repo import DIFF_CUT_MARKER, Worktrees
+from runnercli.case.repo.stage import Repo
 from runnercli.protocol import CaseJob, HarnessSpec, harness_digest
-from runnercli.repos import DIFF_CUT_MARKER, Worktrees
 from tests.runnercli.blob_server import BlobServerClient
 from tests.runnercli.fakes import fake_client, fake_session, held
 from tests.runnercli.gitrepos import PNG, PNG2, git, make_checkout, snapshot, worktree_paths

@@ -18,9 +18,9 @@ from runnercli.case.collect import Collect
 from runnercli.case.execute import Execute
 from runnercli.case.pipeline import CaseContext, Failed, Pipeline
 from runnercli.case.prepare import Prepare
-from runnercli.case.repo import Repo
-from runnercli.case.services import Services
-from runnercli.services import DockerPresence, NoDocker, ServiceError, Topologies, Where
+from runnercli.case.repo.stage import Repo
+from runnercli.case.services import DockerPresence, NoDocker, ServiceError, Topologies, Where
+from runnercli.case.services.stage import Services
 from tests.required import docker_problem
 from tests.runnercli.fakes import held
 from tests.runnercli.gitrepos import make_checkout, snapshot, worktree_paths

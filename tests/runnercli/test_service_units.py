@@ -22,18 +22,18 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from runnercli.commands.service import service_group
-from runnercli.service import (
+from runnercli.commands.login_service import service_group
+from runnercli.login_service import (
     Backend,
     Host,
     LaunchdAgent,
-    ServiceError,
+    LoginServiceError,
     ServicePaths,
     SystemdUser,
+    login_service_spec,
     render_systemd_unit,
-    service_spec,
 )
-from runnercli.service.units import UNIT_NAME
+from runnercli.login_service.units import UNIT_NAME
 
 # A config path systemd must be told about with care: spaces, a specifier, a variable.
 ODD_DIR = "my runner $HOME %h"
@@ -138,7 +138,7 @@ def test_a_program_path_with_spaces_and_specifiers_is_quoted_so_systemd_finds_it
     odd = tmp_path / "tools $PATH %n"
     odd.mkdir()
     (odd / "python").symlink_to(sys.executable)
-    spec = service_spec(tmp_path / "runner.json", python=str(odd / "python"), env={})
+    spec = login_service_spec(tmp_path / "runner.json", python=str(odd / "python"), env={})
     unit = render_systemd_unit(spec)
     assert f'ExecStart="{tmp_path}/tools $PATH %%n/python" -m runnercli run' in unit
     checked = verify(unit, tmp_path)
@@ -149,14 +149,14 @@ def test_a_program_path_with_spaces_and_specifiers_is_quoted_so_systemd_finds_it
 
 
 def test_a_program_path_systemd_cannot_name_is_refused(tmp_path: Path) -> None:
-    spec = service_spec(tmp_path / "runner.json", python='/opt/my "py"/python', env={})
-    with pytest.raises(ServiceError, match="quotes, backslashes"):
+    spec = login_service_spec(tmp_path / "runner.json", python='/opt/my "py"/python', env={})
+    with pytest.raises(LoginServiceError, match="quotes, backslashes"):
         render_systemd_unit(spec)
 
 
 def test_the_unit_carries_the_members_path_and_nothing_secret(tmp_path: Path) -> None:
     env = {"PATH": "/home/m/.local/bin:/usr/bin", "EVERDICT_RUNNER_TOKEN": "rnr_secret"}
-    unit = render_systemd_unit(service_spec(tmp_path / "runner.json", env=env))
+    unit = render_systemd_unit(login_service_spec(tmp_path / "runner.json", env=env))
     assert "Environment=PATH=/home/m/.local/bin:/usr/bin" in unit.splitlines()
     assert "rnr_secret" not in unit
 

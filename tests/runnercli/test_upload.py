@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from runnercli.case.artifacts.upload import Uploaded, UploadRefused, upload
 from runnercli.client import ServerUnavailable
 from runnercli.protocol import BlobAck, JobFence
-from runnercli.upload import Uploaded, UploadRefused, upload
 from tests.runnercli.blob_server import BlobServerClient
 
 FENCE = JobFence(job_id=7, lease_epoch=2)

@@ -22,7 +22,7 @@ from urllib.parse import quote
 import pytest
 
 from accounts.services import api_key_create
-from runnercli.trace import stream_parser
+from runnercli.case.trace import stream_parser
 from scorecards.services import dataset_create, harness_create
 from tests.live import LiveServer, daphne, free_port, runner_cli, scheduler
 from tests.runnercli.test_e2e import Api
