@@ -37,8 +37,9 @@ browser-deps:
 systemd-deps:
 	@command -v systemd-analyze >/dev/null 2>&1 || { \
 		echo "Installing Debian's systemd to check the runner's service unit"; \
-		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null) \
-		|| echo "systemd could not be installed: the service unit check will be skipped"; }
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null \
+		&& command -v systemd-analyze >/dev/null; } \
+		|| { $(call failed_install,REQUIRE_SYSTEMD,systemd (systemd-analyze),the service unit check); }
 
 # Debian's docker.io (dockerd, containerd, runc and the docker CLI) for the service-harness
 # tests, and busybox-static, whose one static binary the tests' images are made of (`docker

@@ -1,7 +1,8 @@
 """`service install [--dry-run] | uninstall | status | logs`: the unit systemd reads, the agent
 launchd reads, and the round trip into a temporary home.
 
-The unit is checked by systemd's own `systemd-analyze --user verify`. Where these machines
+The unit is checked by systemd's own `systemd-analyze --user verify` (marked `systemd`: CI sets
+`REQUIRE_SYSTEMD`, so there it fails rather than skips without it). Where these machines
 have no user service manager, the service programs (`systemctl`, `journalctl`, `launchctl`)
 are small scripts on a PATH of the test's own that record how they were called: that is the
 OS boundary, never the project's code.
@@ -12,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import plistlib
-import shutil
 import stat
 import subprocess
 import sys
@@ -34,23 +34,18 @@ from runnercli.login_service import (
     render_systemd_unit,
 )
 from runnercli.login_service.units import UNIT_NAME
+from tests.required import systemd_analyze
 
 # A config path systemd must be told about with care: spaces, a specifier, a variable.
 ODD_DIR = "my runner $HOME %h"
 
 
-def need_systemd_analyze() -> str:
-    found = shutil.which("systemd-analyze")
-    if found:
-        return found
-    if os.environ.get("REQUIRE_SYSTEMD"):
-        pytest.fail("systemd-analyze is required (REQUIRE_SYSTEMD is set) but absent")
-    pytest.skip("systemd-analyze is absent (`make test` installs Debian's systemd)")
-
-
 def verify(unit: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """`systemd-analyze --user verify` of `unit`, with a runtime directory of its own."""
-    analyze = need_systemd_analyze()
+    """`systemd-analyze --user verify` of `unit`, with a runtime directory of its own (a test
+    calling it is marked `systemd`)."""
+    analyze = systemd_analyze()
+    if analyze is None:
+        pytest.fail("systemd-analyze is absent: a test that verifies a unit is marked `systemd`")
     where = tmp_path / "verify"
     where.mkdir(parents=True)
     (where / UNIT_NAME).write_text(unit)
@@ -106,6 +101,7 @@ def dry_run_body(output: str) -> str:
     return "\n".join(lines[1:-1]) + "\n"
 
 
+@pytest.mark.systemd
 def test_the_dry_run_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
     config = paired_config(tmp_path / ODD_DIR)
     done = invoke(
@@ -132,6 +128,7 @@ def test_the_dry_run_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
     assert not (tmp_path / ".config").exists(), "a dry run writes nothing"
 
 
+@pytest.mark.systemd
 def test_a_program_path_with_spaces_and_specifiers_is_quoted_so_systemd_finds_it(
     tmp_path: Path,
 ) -> None:
