@@ -1,5 +1,5 @@
 """Programs some tests drive that a machine may lack: Debian's chromium, the MCP Inspector, a
-Docker daemon, systemd's `systemd-analyze`.
+Docker daemon, systemd's `systemd-analyze` and `systemd-inhibit`.
 
 A test marked `browser`, `mcp_inspector`, `docker` or `systemd` is skipped when its program
 is missing, unless the matching variable (`REQUIRE_CHROMIUM`, `REQUIRE_INSPECTOR`,
@@ -46,9 +46,12 @@ def systemd_analyze() -> str | None:
 
 
 def systemd_problem() -> str | None:
-    if systemd_analyze() is not None:
+    """Debian's systemd programs the tests run: `systemd-analyze` (the unit check) and
+    `systemd-inhibit` (the sleep inhibitor as the runner starts it)."""
+    missing = [p for p in ("systemd-analyze", "systemd-inhibit") if shutil.which(p) is None]
+    if not missing:
         return None
-    return "systemd-analyze is not installed (run `make systemd-deps`)"
+    return f"{' and '.join(missing)} not installed (run `make systemd-deps`)"
 
 
 def docker_problem() -> str | None:
