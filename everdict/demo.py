@@ -306,7 +306,7 @@ def _check_alive(children: Children) -> None:
 
 # ------------------------------------------------------------------ the run
 
-# What the runner prints once the server answered its `hello` (runnercli.commands.runner).
+# What the runner prints once the server answered its `hello` (runnercli.commands.loop).
 HELLO_LINE = "connected to "
 
 

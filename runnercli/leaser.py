@@ -17,7 +17,7 @@ from runnercli.case.delivery.reports import Delivery
 from runnercli.case.heartbeats import Heartbeats
 from runnercli.case.jobs import Jobs
 from runnercli.client import RevokedError, ServerUnavailable, ToolCallError
-from runnercli.client.leases import LeaseBatch, Unparsed
+from runnercli.client.grants import LeaseBatch, Unparsed
 from runnercli.console.exits import (
     EXIT_NOT_REPORTED,
     EXIT_REVOKED,

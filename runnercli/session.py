@@ -3,7 +3,7 @@ the jobs it holds.
 
 The parts (`runnercli.case.delivery`, `runnercli.case.heartbeats`, `runnercli.case.consent`,
 the case pipeline in `runnercli.case`, the laptop in `runnercli.laptop`) are objects built from
-one `Session` and handed the other parts they need; `runnercli.commands.runner` puts them
+one `Session` and handed the other parts they need; `runnercli.commands.loop` puts them
 together.
 """
 

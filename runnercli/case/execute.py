@@ -14,7 +14,7 @@ import time
 from runnercli.case.argv import StartError, case_env, render_argv
 from runnercli.case.input import ArgumentTooLong, check_argv
 from runnercli.case.pipeline import CaseContext, Given, RunOutcome, Stage
-from runnercli.case.process import (
+from runnercli.case.spawn import (
     KILL,
     TERM_GRACE_S,
     drain,

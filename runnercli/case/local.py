@@ -9,7 +9,7 @@ from runnercli.case.collect import Collect
 from runnercli.case.execute import Execute
 from runnercli.case.pipeline import CaseContext, Pipeline
 from runnercli.case.prepare import Prepare
-from runnercli.case.process import TERM_GRACE_S
+from runnercli.case.spawn import TERM_GRACE_S
 from runnercli.case.streams import LineSink
 from runnercli.protocol import CaseJob, CaseResult, Lease
 from runnercli.session import JobRun

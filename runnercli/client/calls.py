@@ -25,7 +25,7 @@ from runnercli.client.errors import (
     ToolCallError,
     leaves,
 )
-from runnercli.client.leases import LeaseBatch, parse_lease_reply
+from runnercli.client.grants import LeaseBatch, parse_lease_reply
 from runnercli.client.mcp_session import McpSession
 from runnercli.config import mcp_url
 from runnercli.protocol import (

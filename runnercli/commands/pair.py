@@ -7,7 +7,7 @@ import sys
 import click
 
 from runnercli.case.consent.trust import TrustError, TrustStore
-from runnercli.client.pairing import DevicePairingFailed, default_label, device_pair
+from runnercli.client.device import DevicePairingFailed, default_label, device_pair
 from runnercli.commands.common import (
     allow_option,
     capability_option,

@@ -13,8 +13,8 @@ from runnercli.case.consent.pending import pending_dir
 from runnercli.case.consent.settings import CONSENT_TIMEOUT_S, ConsentSettings
 from runnercli.case.consent.trust import Entry, TrustError, parse_entries, server_key
 from runnercli.case.delivery.spool import spool_dir_for
-from runnercli.case.process import watch_children_by_pidfd
 from runnercli.case.services.records import services_dir_for
+from runnercli.case.spawn import watch_children_by_pidfd
 from runnercli.client import RunnerClient
 from runnercli.commands.common import (
     allow_option,
@@ -31,7 +31,7 @@ from runnercli.commands.common import (
     server_option,
     token_option,
 )
-from runnercli.commands.runner import RunnerLoop, stopping_on_signals
+from runnercli.commands.loop import RunnerLoop, stopping_on_signals
 from runnercli.config import (
     RunnerConfig,
     config_path,

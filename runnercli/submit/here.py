@@ -1,7 +1,7 @@
 """`submit --here`: the CI machine itself runs the cases.
 
 An ephemeral runner is paired with the API key (label `ci-<host>`), the run is pinned to it,
-the runner's loop (`runnercli.commands.runner`) runs in this process — consent opted out: it
+the runner's loop (`runnercli.commands.loop`) runs in this process — consent opted out: it
 only exists for this run; signals are `submit`'s, they cancel the run — and the runner is
 revoked on the way out.
 """
@@ -15,7 +15,7 @@ import sys
 
 from runnercli.case.consent.settings import ConsentSettings
 from runnercli.client import RunnerClient
-from runnercli.commands.runner import RunnerLoop
+from runnercli.commands.loop import RunnerLoop
 from runnercli.config import detected_capabilities, os_name
 from runnercli.console.status import StatusLine
 from runnercli.options import RunOptions

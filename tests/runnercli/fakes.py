@@ -10,8 +10,8 @@ from collections import defaultdict
 from typing import Any
 
 from runnercli.client import RunnerClient
-from runnercli.client.leases import LeaseBatch
-from runnercli.commands.runner import RunnerLoop
+from runnercli.client.grants import LeaseBatch
+from runnercli.commands.loop import RunnerLoop
 from runnercli.console.status import StatusLine
 from runnercli.options import RunOptions
 from runnercli.protocol import (

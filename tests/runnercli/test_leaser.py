@@ -7,8 +7,8 @@ import asyncio
 from collections.abc import Callable
 
 from runnercli.case.consent.settings import ConsentSettings
-from runnercli.client.leases import LeaseBatch
-from runnercli.commands.runner import RunnerLoop
+from runnercli.client.grants import LeaseBatch
+from runnercli.commands.loop import RunnerLoop
 from runnercli.console.exits import EXIT_NOT_REPORTED
 from runnercli.protocol import Ack, CaseJob, Lease, LeaseGrant
 from tests.runnercli.conftest import make_job

@@ -65,7 +65,7 @@ def test_the_cli_installed_alone_runs_with_no_django_present(tmp_path: Path) -> 
 
     every_module = _run(
         [python, "-c",
-         "import sys, runnercli.cli, runnercli.commands.runner, runnercli.case.jobs,"
+         "import sys, runnercli.cli, runnercli.commands.loop, runnercli.case.jobs,"
          " runnercli.case.log, runnercli.case.delivery.batches, runnercli.client.backoff,"
          " runnercli.console.exits, runnercli.client, runnercli.case.execute;"
          "server = {'django', 'everdict', 'runners', 'scorecards', 'mcpgateway'};"

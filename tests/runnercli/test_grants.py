@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runnercli.client.leases import parse_lease_reply
+from runnercli.client.grants import parse_lease_reply
 from tests.runnercli.conftest import make_job
 
 
