@@ -33,12 +33,14 @@ browser-deps:
 		&& command -v chromium >/dev/null; } \
 		|| { $(call failed_install,REQUIRE_CHROMIUM,chromium,the browser tests); }
 
-# Debian's systemd for `systemd-analyze verify` of the runner's service unit (never run as init).
+# Debian's systemd for `systemd-analyze verify` of the runner's service unit and the real
+# `systemd-inhibit` (never run as init). CI sets REQUIRE_SYSTEMD: a failed install stops it.
 systemd-deps:
-	@command -v systemd-analyze >/dev/null 2>&1 || { \
+	@{ command -v systemd-analyze >/dev/null 2>&1 && command -v systemd-inhibit >/dev/null 2>&1; } || { \
 		echo "Installing Debian's systemd to check the runner's service unit"; \
-		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null) \
-		|| echo "systemd could not be installed: the service unit check will be skipped"; }
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null \
+		&& command -v systemd-analyze >/dev/null && command -v systemd-inhibit >/dev/null; } \
+		|| { $(call failed_install,REQUIRE_SYSTEMD,systemd (systemd-analyze and systemd-inhibit),the service unit and inhibitor checks); }
 
 # Debian's docker.io (dockerd, containerd, runc and the docker CLI) for the service-harness
 # tests, and busybox-static, whose one static binary the tests' images are made of (`docker

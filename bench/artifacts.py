@@ -3,15 +3,16 @@ bytes to the same server in the same run.
 
 Through a daphne over a scratch database (PostgreSQL by default), its blobs in a directory of
 the scratch run: a runner paired through the services leases a job over MCP, then uploads N
-distinct random blobs of S MiB with `runnercli.upload.upload_many` as the Artifacts stage
-does (`UPLOADS_AT_ONCE` blobs at a time, each one's chunks in order) — `have_blobs`, `put_blob`
-chunks of `hello.limits.max_blob_chunk_bytes` as base64 in MCP calls, the digest checked and
-the blob committed on the final chunk — timed from the first call to the last answer.
-Baseline, interleaved in rounds with it: the same bytes as plain `POST /healthz` bodies on one
-keep-alive connection (the server reads each body whole before it answers; it keeps nothing).
-Target: artifacts at ≥ 25 % of the plain POST's MiB/s (the median over rounds of each
-round's ratio: a round's pair runs back to back, under the same load). Beside it: the same
-blobs again (held already: one `have_blobs` call each, no byte sent).
+distinct random blobs of S MiB with `upload_many` (`runnercli.case.artifacts.upload`) as the
+Artifacts stage does (`UPLOADS_AT_ONCE` blobs at a time, each one's chunks in order) —
+`have_blobs`, `put_blob` chunks of `hello.limits.max_blob_chunk_bytes` as base64 in MCP calls,
+the digest checked and the blob committed on the final chunk — timed from the first call to
+the last answer. Baseline, interleaved in rounds with it: the same bytes as plain
+`POST /healthz` bodies on one keep-alive connection (the server reads each body whole before
+it answers; it keeps nothing). Target: artifacts at ≥ 25 % of the plain POST's MiB/s (the
+median over rounds of each round's ratio: a round's pair runs back to back, under the same
+load). Beside it: the same blobs again (held already: one `have_blobs` call each, no byte
+sent).
 
     .venv/bin/python bench/artifacts.py [--blobs 4] [--mib 8] [--rounds 5] [--sqlite]
 """
@@ -54,8 +55,8 @@ def lease_one(url: str, token: str) -> Any:
 async def _upload_all(url: str, token: str, fence: Any, blobs: list[bytes]) -> tuple[float, int]:
     """Seconds to upload every blob as the runner's Artifacts stage does (several at once,
     each one's chunks in order), and the put_blob calls made."""
+    from runnercli.case.artifacts.upload import Blob, Uploaded, upload_many
     from runnercli.client import RunnerClient
-    from runnercli.upload import Blob, Uploaded, upload_many
 
     items = [Blob(data, hashlib.sha256(data).hexdigest(), len(data)) for data in blobs]
     async with RunnerClient(url, token) as client:

@@ -53,8 +53,8 @@ class Answerer:
         return future
 
     async def _serve(self) -> None:
+        from runnercli.case.files.calls import answer_case_fs_request, poll_case_fs_requests
         from runnercli.client import RunnerClient
-        from runnercli.client.files import answer_case_fs_request, poll_case_fs_requests
         from runnercli.protocol import FsEntry, JobFence
 
         entries = [FsEntry(path="notes.txt", size=5, kind="file", mtime=0.0)]

@@ -26,12 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from report import Summary, finish
 from stats import ms, pct
 
-from runnercli.consent import Consent
-from runnercli.options import ConsentSettings
+from runnercli.case.consent.decide import Consent
+from runnercli.case.consent.settings import ConsentSettings
+from runnercli.case.consent.trust import Entry, TrustStore
+from runnercli.case.tools import probe
+from runnercli.console.status import StatusLine
 from runnercli.protocol import CaseJob, HarnessSpec, harness_digest
-from runnercli.status import StatusLine
-from runnercli.tools import probe
-from runnercli.trust import Entry, TrustStore
 
 SERVER = "https://everdict.example"
 

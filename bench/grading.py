@@ -12,7 +12,12 @@ while a runner submits such results back to back (each graded by the server); ba
 in the same run: the same call with the server otherwise idle.
 Targets: grading at 34 `a`s within 1 ms; the call's p99 under grading at most 3 times its idle p99.
 
-    .venv/bin/python bench/grading.py [--results 40] [--calls 200] [--sqlite]
+Regrade: a finished run of 1,000 stored outputs (written in bulk) scored again by another
+version's `regex` grader through the service, beside grading the same outputs in memory (the
+grader alone). Target: within 5 s (5 ms a result).
+
+    .venv/bin/python bench/grading.py [--results 40] [--calls 200] [--regrade-results 1000]
+        [--sqlite]
 """
 
 from __future__ import annotations
@@ -85,6 +90,47 @@ def grading_figures(summary: Summary) -> None:
     )
 
 
+# Per stored result, the most a regrade may take: 1,000 within 5 s.
+REGRADE_TARGET_MS = 5.0
+
+
+def regrade_figures(summary: Summary, member: Any, results: int) -> None:
+    """A finished run's stored outputs scored again by another version's `regex` grader,
+    beside grading the same outputs in memory (the grader alone, no database)."""
+    from bulk import ECHO, seeded_run
+
+    from runnercli.protocol import HarnessSpec
+    from scorecards.scoring import grade
+    from scorecards.services import harness_create
+    from scorecards.verdicts.regrades import run_regrade
+
+    def output(case: int, repeat: int) -> str:
+        return f"wrong {case}" if case % 2 else f"answer {case}"
+
+    run = seeded_run(member.user, slug=member.slug, name="bulk", cases=results, output=output)
+    regex = {**ECHO, "grader": {"type": "regex"}}
+    version = harness_create(user=member.user, workspace_slug=member.slug, name="bulk", spec=regex)
+    spec = HarnessSpec.model_validate(regex)
+    began = time.perf_counter()
+    for case in range(results):
+        expected = f"answer {case}"
+        grade(spec=spec, status="completed", output=output(case, 0), exit_code=0, expected=expected)
+    in_memory = time.perf_counter() - began
+    began = time.perf_counter()
+    done = run_regrade(user=member.user, run_id=run.pk, harness_version=version.version)
+    took = time.perf_counter() - began
+    assert (done.regraded, done.changed) == (results, results // 2), done
+    summary.add(
+        benchmark="grading",
+        figure=f"regrade of {results:,} stored results (regex grader)",
+        value=f"{took:.2f} s",
+        baseline=f"{in_memory * 1000:.1f} ms grading the same outputs in memory",
+        ratio=f"{took / in_memory:.0f}x" if in_memory else "-",
+        target=f"<= {results * REGRADE_TARGET_MS / 1000:g} s",
+        met=took * 1000 <= results * REGRADE_TARGET_MS,
+    )
+
+
 async def other_members_calls(url: str, key: str, calls: int) -> list[float]:
     import httpx2
 
@@ -127,6 +173,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", type=int, default=40, help="pathological results (40)")
     parser.add_argument("--calls", type=int, default=200, help="measured API calls (200)")
+    parser.add_argument(
+        "--regrade-results", type=int, default=1000, help="stored results regraded (1000)"
+    )
     add_database_arguments(parser)
     args = parser.parse_args()
     summary = Summary("grading: pathological patterns stall no one")
@@ -135,6 +184,7 @@ def main() -> None:
         print(f"grading — {machine_line(scratch)}")
         member = seed_member()
         other = seed_member("other", "other")
+        regrade_figures(summary, member, args.regrade_results)
         spec = {"command": ["true"], "grader": {"type": "regex"}}
         seed_suite(member, name="grep", cases=args.results, spec=spec)
         from runners.services import runner_pair

@@ -30,7 +30,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "wake_latency": ([], ["--jobs", "100", "--warmup", "5"]),
     "idle_runners": (["--n", "1000,10000"], ["--n", "500", "--window", "20", "--wake-jobs", "20"]),
     "consent": ([], ["--jobs", "300", "--entries", "100"]),
-    "grading": ([], ["--results", "10", "--calls", "50"]),
+    "grading": ([], ["--results", "10", "--calls", "50", "--regrade-results", "200"]),
     "run_page": ([], ["--sizes", "100,2000", "--repeat", "3"]),
     "runner_overhead": ([], ["--cases", "100"]),
     "request_latency": ([], ["--requests", "60", "--warmup", "10"]),
@@ -39,6 +39,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "case_files": ([], ["--n", "300", "--requests", "50"]),
     "services": ([], ["--cases", "30", "--repeat", "2"]),
     "judging": ([], ["--cases", "10"]),
+    "redaction": ([], ["--repeat", "3"]),
 }
 POSTGRES_ONLY = {"throughput"}
 

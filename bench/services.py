@@ -11,6 +11,10 @@ started until its HTTP probe answers, then stopped, beside `docker run -d -p 127
 of the same image polled until it answers the same request, then removed; medians of R.
 Without a Docker daemon the cold rows are left out, said in a note.
 
+Burst: three topologies acquired at once, each a process service that takes 0.8 s to listen,
+under `--max-service-starts 1` (each start waits for the one before to be ready) beside 3
+(all at once): the spread from the first service's start to the last's, medians of R.
+
     .venv/bin/python bench/services.py [--cases 200] [--repeat 5]
 
 It uses no database: `--sqlite` / `--postgres` (as `run_all.py` passes them) are accepted.
@@ -29,6 +33,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import psutil
 from databases import ROOT, add_database_arguments
 from report import Summary, finish
 
@@ -39,11 +44,11 @@ from runnercli.case.collect import Collect
 from runnercli.case.execute import Execute
 from runnercli.case.pipeline import CaseContext, Pipeline, Stage
 from runnercli.case.prepare import Prepare
-from runnercli.case.services import Services
-from runnercli.jobrun import JobRun
+from runnercli.case.services import Records, Runtime, Topologies
+from runnercli.case.services.daemon import daemon_problem
+from runnercli.case.services.stage import Services
 from runnercli.protocol import CaseJob, HarnessSpec, Lease, harness_digest
-from runnercli.services import Records, Runtime, Topologies
-from runnercli.services.daemon import daemon_problem
+from runnercli.session import JobRun
 
 IMAGE = "everdict-bench/busybox:1"
 PAGE = "bench\n"
@@ -138,6 +143,35 @@ def plain_docker_run(image: str) -> float:
         subprocess.run(["docker", "rm", "-f", container_id], capture_output=True, check=False)
 
 
+# A process service that takes READY_S to listen: a start holds its slot that long.
+SLOW_TO_LISTEN = [
+    sys.executable,
+    "-c",
+    "import http.server, sys, time; time.sleep(float(sys.argv[2]));"
+    " http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])),"
+    " http.server.SimpleHTTPRequestHandler).serve_forever()",
+    "{port}",
+]
+READY_S = 0.8
+BURST = 3
+
+
+async def burst_spread(tmp: Path, max_starts: int) -> float:
+    """Seconds from the first to the last service process started, BURST topologies (each
+    slow to listen) acquired at once under `--max-service-starts max_starts`."""
+    runtime = Runtime(Records(tmp / f"records-{max_starts}"), tmp_root=tmp, max_starts=max_starts)
+    topologies = Topologies(runtime, idle_s=600)
+    run = [*SLOW_TO_LISTEN, str(READY_S)]
+    jobs = [
+        job({"api": {"run": run, "env": {"V": str(n)}, "ready": {"http": "/"}}}, job_id=2000 + n)
+        for n in range(BURST)
+    ]
+    got = await asyncio.gather(*(topologies.acquire(case_job) for case_job in jobs))
+    began = sorted(psutil.Process(t.services["api"].record.pid).create_time() for t in got)  # type: ignore[attr-defined]
+    await topologies.close()
+    return began[-1] - began[0]
+
+
 async def topology_cold_start(image: str, tmp: Path, n: int) -> float:
     topologies = Topologies(Runtime(Records(tmp / "records"), tmp_root=tmp), idle_s=600)
     case_job = job({"web": container(image)}, job_id=1000 + n)
@@ -178,6 +212,20 @@ def main() -> None:
             ratio=f"{warm / bare:.2f}x" if bare else "-",
             target=f"<= {TARGET_MS:.0f} ms",
             met=added <= TARGET_MS,
+        )
+        serial = statistics.median(asyncio.run(burst_spread(tmp, 1)) for _ in range(args.repeat))
+        at_once = statistics.median(
+            asyncio.run(burst_spread(tmp, BURST)) for _ in range(args.repeat)
+        )
+        summary.add(
+            benchmark="services",
+            figure=f"{BURST} topologies at once, one start at a time: first to last start",
+            value=f"{serial:.2f} s",
+            baseline=f"{at_once:.2f} s with {BURST} starts at once",
+            ratio=f"{serial / at_once:.1f}x" if at_once else "-",
+            # Each start waits for the one before to be ready (READY_S); all at once, none.
+            target=f">= {(BURST - 1) * READY_S * 0.9:.2f} s, baseline < {READY_S:.1f} s",
+            met=serial >= (BURST - 1) * READY_S * 0.9 and at_once < READY_S,
         )
         if problem is None:
             cold = [asyncio.run(topology_cold_start(image, tmp, n)) for n in range(args.repeat)]

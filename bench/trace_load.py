@@ -107,7 +107,7 @@ class Load:
     async def _events(self, lease: tuple[int, int], ends: float) -> None:
         """What waits is sent every tick; a slow answer makes the next batch bigger, as the
         runner's batcher does, so the rate holds whatever the round trip."""
-        from runnercli.client.trace import report_case_trace
+        from runnercli.case.trace.calls import report_case_trace
 
         job_id, epoch = lease
         began, sent = time.monotonic(), 0
@@ -128,7 +128,7 @@ class Load:
     async def _frames(self, index: int, lease: tuple[int, int], ends: float) -> None:
         """The newest frame once a second; a frame whose second has passed is not sent (the
         runner sends only the newest)."""
-        from runnercli.client.trace import report_case_screen
+        from runnercli.case.screens.calls import report_case_screen
 
         job_id, epoch = lease
         interval, n = 1 / self.frames_per_s if self.frames_per_s else 0.0, 0

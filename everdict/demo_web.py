@@ -63,7 +63,7 @@ def demo_static_image() -> str | None:
     `demo-web-docker` cannot run here."""
     import asyncio
 
-    from runnercli.services.daemon import daemon_problem
+    from runnercli.case.services.daemon import daemon_problem
 
     if (problem := asyncio.run(daemon_problem())) is not None:
         return problem

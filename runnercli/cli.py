@@ -7,7 +7,16 @@ from __future__ import annotations
 
 import click
 
-from runnercli.commands import check, drain, pair, repo, run, service, services, trust
+from runnercli.commands import (
+    check,
+    drain,
+    harness_services,
+    login_service,
+    pair,
+    repo,
+    run,
+    trust,
+)
 from runnercli.config import runnercli_version
 from runnercli.submit import submit
 
@@ -27,8 +36,8 @@ for command in (
     trust.pending_command,
     trust.trust,
     repo.repo,
-    services.services,
-    service.service,
+    harness_services.services,
+    login_service.service,
     drain.drain,
     submit,
 ):

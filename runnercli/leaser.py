@@ -12,26 +12,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+from runnercli.case.delivery.ratelimit import Pauses
+from runnercli.case.delivery.reports import Delivery
+from runnercli.case.heartbeats import Heartbeats
+from runnercli.case.jobs import Jobs
 from runnercli.client import RevokedError, ServerUnavailable, ToolCallError
-from runnercli.delivery import Delivery
-from runnercli.exits import (
+from runnercli.client.grants import LeaseBatch, Unparsed
+from runnercli.console.exits import (
     EXIT_NOT_REPORTED,
     EXIT_REVOKED,
     EXIT_UPDATE_REQUIRED,
     REVOKED_MESSAGE,
     RunnerExit,
-    upgrade_message,
 )
-from runnercli.heartbeats import Heartbeats
-from runnercli.job import Jobs
-from runnercli.jobrun import JobRun
-from runnercli.laptop import Laptop
-from runnercli.leases import LeaseBatch, Unparsed
+from runnercli.console.status import shorten
+from runnercli.laptop.part import Laptop
+from runnercli.laptop.updates import upgrade_message
 from runnercli.protocol import FAIL_MESSAGE_CHARS, PROTOCOL_VERSION, CaseJob, Lease
-from runnercli.ratelimit import Pauses
-from runnercli.session import Session
+from runnercli.session import JobRun, Session
 from runnercli.slots import Slots
-from runnercli.status import shorten
 
 
 class Leaser:

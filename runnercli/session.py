@@ -1,8 +1,10 @@
-"""What every part of a running runner shares: its session with the server and its state.
+"""What every part of a running runner shares: its session with the server, its state, and
+the jobs it holds.
 
-The parts (`runnercli.delivery`, `runnercli.heartbeats`, `runnercli.ratelimit`,
-`runnercli.consent`, the case pipeline in `runnercli.case`) are objects built from one
-`Session` and handed the other parts they need; `runnercli.loop` puts them together.
+The parts (`runnercli.case.delivery`, `runnercli.case.heartbeats`, `runnercli.case.consent`,
+the case pipeline in `runnercli.case`, the laptop in `runnercli.laptop`) are objects built from
+one `Session` and handed the other parts they need; `runnercli.commands.loop` puts them
+together.
 """
 
 from __future__ import annotations
@@ -10,16 +12,55 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
-from runnercli.backoff import Backoff
 from runnercli.client import RunnerClient
-from runnercli.exits import EXIT_OK, RunnerExit
-from runnercli.jobrun import JobRun
+from runnercli.client.backoff import Backoff
+from runnercli.console.exits import EXIT_OK, RunnerExit
+from runnercli.console.status import StatusLine
 from runnercli.options import RunOptions
-from runnercli.redact import Redactor
-from runnercli.repos.worktree import Worktrees
-from runnercli.status import StatusLine
-from runnercli.tools import ToolVersions
+from runnercli.protocol import CaseJob, Lease
+
+
+@dataclass
+class JobRun:
+    """One leased job as the runner holds it: its lease, and what happened to it."""
+
+    job: CaseJob
+    # The lease it runs under; a new grant of the same job (leased again while this runner
+    # slept) replaces it, and every later call carries the new fence.
+    lease: Lease
+    kill: asyncio.Event = field(default_factory=asyncio.Event)
+    # Set when the server took the job back (canceled, lease lost): nothing more is reported.
+    lost_reason: str | None = None
+    canceled: bool = False
+    # Set on the second signal: the case is killed and handed back for another attempt.
+    abandoned: bool = False
+    # The case is over; its report is on its way (the lease is still heartbeaten until the
+    # server acknowledges it).
+    finished: bool = False
+    # It counts against `--max-concurrent` until its case is over (not until its report is
+    # acknowledged: the slot takes the next case while the result is on its way).
+    holds_slot: bool = False
+    # How many slots its case takes (its harness's `slots`, within `--max-concurrent`), and
+    # whether its case has started in them (a case leased beside a big one waits for room).
+    slots: int = 1
+    started: bool = False
+    # A heartbeat took its lapsed lease back since the last wake-up round.
+    resumed: bool = False
+    # One fenced call of the job at a time, a heartbeat or a push of its log: after a sleep,
+    # two crossing on a lapsed lease would race to take it back, and the loser would read as
+    # a lease lost.
+    calls: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def title(self) -> str:
+        job = self.job
+        return f"run {job.run_id} case {job.case.key}"
+
+    @property
+    def epoch(self) -> int:
+        return self.lease.lease_epoch
 
 
 def _jobs(count: int) -> str:
@@ -27,9 +68,8 @@ def _jobs(count: int) -> str:
 
 
 class Session:
-    """The client, the options, the status line, backoff, stop and abort, the fatal exit,
-    the jobs held, the tool versions, the member's redaction and the worktrees of their
-    repos of one runner session."""
+    """The client, the options, the status line, backoff, stop and abort, the fatal exit and
+    the jobs held of one runner session."""
 
     def __init__(
         self,
@@ -43,13 +83,6 @@ class Session:
         self.options = options
         self.status = status
         self.backoff = Backoff()
-        self.tools = ToolVersions()
-        # Whatever leaves the machine goes through it: log lines, the result's output and
-        # stderr tail, failure reasons, the status; text artifacts, trace events and file
-        # answers too.
-        self.redactor: Redactor = options.redactor
-        # One per session: it serializes `git worktree` commands on each checkout.
-        self.worktrees = Worktrees()
         self.running: dict[int, JobRun] = {}
         # The first signal: take no new job. The second: hand the running ones back.
         self.stop = asyncio.Event()
@@ -66,7 +99,7 @@ class Session:
 
     def status_text(self) -> str:
         """The short status sent with lease and heartbeat, and shown on the status line."""
-        return self.redactor.text(self._say())
+        return self.options.redactor.text(self._say())
 
     def words(self, paused: str = "") -> str:
         """The status from the session's own state, with a pause when there is one."""

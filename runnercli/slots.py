@@ -1,5 +1,7 @@
-"""The `--max-concurrent` slots: a case holds its harness's `slots` (default 1; a browser
-case may take 2) from its lease until it is over.
+"""The `--max-concurrent` slots: how many there are (`N`, or `auto`: half the cores this
+process may run on, at least 1, so a laptop stays usable while it works), and the slots a
+case holds — its harness's `slots` (default 1; a browser case may take 2) — from its lease
+until it is over.
 
 The lease asks for the free slots only. A case needing more than is left (two `slots: 2`
 cases leased at once by a runner of 2) is heartbeaten and waits its turn before it starts,
@@ -9,8 +11,55 @@ and nothing more is leased meanwhile: the machine never runs more than it was gi
 from __future__ import annotations
 
 import asyncio
+import os
+from collections.abc import Callable
 
-from runnercli.jobrun import JobRun
+import click
+
+from runnercli.session import JobRun
+
+MAX_CONCURRENT = 64
+
+
+def usable_cores(
+    affinity: Callable[[int], set[int]] | None = getattr(os, "sched_getaffinity", None),
+    cpu_count: Callable[[], int | None] = os.cpu_count,
+) -> int:
+    """The cores this process may run on (its affinity where the OS has one)."""
+    if affinity is not None:
+        return max(1, len(affinity(0)))
+    return max(1, cpu_count() or 1)
+
+
+def auto_concurrency(cores: int | None = None) -> int:
+    """`--max-concurrent auto`: half the cores, at least 1."""
+    return max(1, (usable_cores() if cores is None else cores) // 2)
+
+
+class MaxConcurrent(click.ParamType):
+    """An int from 1 to 64, or `auto` (half the cores, at least 1)."""
+
+    name = "N|auto"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        elif isinstance(value, str) and value.strip().lower() == "auto":
+            return auto_concurrency()
+        else:
+            try:
+                number = int(str(value).strip())
+            except ValueError:
+                self.fail(f"{value!r} is neither a number nor 'auto'", param, ctx)
+        if not 1 <= number <= MAX_CONCURRENT:
+            self.fail(f"{number} is not between 1 and {MAX_CONCURRENT}", param, ctx)
+        return number
+
+
+MAX_CONCURRENT_TYPE = MaxConcurrent()
+
 
 # How long a lease waits for more of the running cases to end, to lease for them too.
 LEASE_GATHER_S = 0.005

@@ -1,6 +1,6 @@
 """The gauges read when /metrics is scraped: queue depth and runners online from the
-database, so every replica reports the same shared truth for them; parked long-polls and the
-connection pool of this process."""
+database, so every replica reports the same shared truth for them; parked long-polls (and
+those of them waiting for a wake-up) and the connection pool of this process."""
 
 from __future__ import annotations
 
@@ -40,6 +40,12 @@ class _QueueCollector(Collector):
             "everdict_parked_long_polls",
             "lease_job calls parked in this process.",
             value=hub.parked(),
+        )
+        yield GaugeMetricFamily(
+            "everdict_polls_waiting",
+            "Long-polls of this process (lease_job, poll_case_fs_requests) whose look found"
+            " nothing, waiting for a wake-up or their deadline.",
+            value=hub.waiting_now(),
         )
 
 

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from accounts import tokens
 from core.errors import Conflict, NotFound
-from runnercli.device_protocol import (
+from runnercli.protocol.device import (
     DEVICE_CODE_PREFIX,
     USER_CODE_ALPHABET,
     DeviceTokenErrorCode,

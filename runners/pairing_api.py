@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 
 from accounts.authentication import signed_in
 from core.schema import service_errors
-from runnercli.device_protocol import (
+from runnercli.protocol.device import (
     DeviceAuthorization,
     DeviceToken,
     DeviceTokenError,

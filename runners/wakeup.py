@@ -39,11 +39,13 @@ class _Waiter:
     """One parked long-poll: a future woken by a dispatch or expired by one timer on the
     event loop's heap — no task and no event of its own, however many are parked."""
 
-    __slots__ = ("future", "loop")
+    __slots__ = ("future", "loop", "waiting")
 
     def __init__(self) -> None:
         self.loop = asyncio.get_running_loop()
         self.future: asyncio.Future[bool] = self.loop.create_future()
+        # True while its poll waits: its look found nothing, only a wake-up reaches it now.
+        self.waiting = False
 
     def wake(self) -> None:
         self.loop.call_soon_threadsafe(self._settle, True)
@@ -57,9 +59,11 @@ class _Waiter:
         if self.future.done():
             return self.future.result()
         timer = self.loop.call_later(max(0.0, timeout), self._settle, False)
+        self.waiting = True
         try:
             return await self.future
         finally:
+            self.waiting = False
             timer.cancel()
 
 
@@ -111,6 +115,12 @@ class WakeHub:
     def parked(self) -> int:
         with self._lock:
             return sum(len(bucket) for bucket in self._waiters.values())
+
+    def waiting_now(self) -> int:
+        """The parked polls past their look (a claim, a take of fs requests) that found
+        nothing: only a wake-up, or their deadline, moves them now."""
+        with self._lock:
+            return sum(waiter.waiting for bucket in self._waiters.values() for waiter in bucket)
 
     def owners(self) -> list[int]:
         """The owners that have parked long-polls now."""

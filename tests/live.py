@@ -170,10 +170,44 @@ def scheduler(tmp_path: Path, **env: Any) -> Iterator[Proc]:
         proc.stop()
 
 
+# Stand-ins for the host's sleep inhibitors: each lives as long as the lock it would hold
+# (`systemd-inhibit` as long as the command it runs, the runner's `cat` on a pipe;
+# `caffeinate -i -w PID` as long as that process), and takes none.
+STAND_IN_INHIBITORS = {
+    "systemd-inhibit": '#!/bin/sh\nfor last; do :; done\nexec "$last"\n',
+    "caffeinate": '#!/bin/sh\nwhile kill -0 "$3" 2>/dev/null; do sleep 0.2; done\n',
+}
+
+
+def sealed_host(tmp_path: Path) -> dict[str, str]:
+    """The environment that seals a runner from the machine the tests run on: a power supply
+    of its own, on AC (a developer's laptop on battery would otherwise pause it), and sleep
+    inhibitors that take no lock, first on its PATH. A test that is about either sets its own
+    `EVERDICT_POWER_SUPPLY_DIR` or `PATH` over these."""
+    host = tmp_path / "sealed-host"
+    if not host.exists():
+        for supply, attrs in {
+            "AC": {"type": "Mains", "online": "1"},
+            "BAT0": {"type": "Battery", "status": "Charging", "capacity": "80"},
+        }.items():
+            (host / "power" / supply).mkdir(parents=True)
+            for attr, value in attrs.items():
+                (host / "power" / supply / attr).write_text(value + "\n")
+        (host / "bin").mkdir()
+        for program, body in STAND_IN_INHIBITORS.items():
+            (host / "bin" / program).write_text(body)
+            (host / "bin" / program).chmod(0o755)
+    return {
+        "EVERDICT_POWER_SUPPLY_DIR": str(host / "power"),
+        "PATH": f"{host / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+
+
 def runner_cli(
     tmp_path: Path, args: list[str], name: str = "runner", *, allow_any: bool = True, **env: Any
 ) -> Proc:
-    """Start `python -m runnercli …` as a member would, with its own config file.
+    """Start `python -m runnercli …` as a member would, with its own config file, on a host
+    sealed from this machine's power supply and sleep inhibitor (`sealed_host`).
 
     A `run` is started with `--allow-any` (these tests are not about consent) unless
     `allow_any` is False or it names what it allows (`--allow`).
@@ -187,6 +221,7 @@ def runner_cli(
             "PYTHONUNBUFFERED": "1",
             "EVERDICT_RUNNER_CONFIG": str(tmp_path / f"{name}.json"),
             "NO_COLOR": "1",
+            **sealed_host(tmp_path),
         }
     )
     child_env.pop("DJANGO_SETTINGS_MODULE", None)

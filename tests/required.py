@@ -1,15 +1,17 @@
 """Programs some tests drive that a machine may lack: Debian's chromium, the MCP Inspector, a
-Docker daemon.
+Docker daemon, systemd's `systemd-analyze` and `systemd-inhibit`.
 
-A test marked `browser`, `mcp_inspector` or `docker` is skipped when its program is missing,
-unless the matching variable (`REQUIRE_CHROMIUM`, `REQUIRE_INSPECTOR`, `REQUIRE_DOCKER`) is
-set, as `.ci/run` sets it: then it fails, so CI cannot pass without having run it. The hook
+A test marked `browser`, `mcp_inspector`, `docker` or `systemd` is skipped when its program
+is missing, unless the matching variable (`REQUIRE_CHROMIUM`, `REQUIRE_INSPECTOR`,
+`REQUIRE_DOCKER`, `REQUIRE_SYSTEMD`) is set, as `.ci/run` sets it: then it fails, so CI cannot
+pass without having run it. The hook
 in `tests/conftest.py` applies this before the test's fixtures start anything.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -38,12 +40,26 @@ def inspector_problem() -> str | None:
     return f"the MCP Inspector is not installed ({missing_paths} missing: run `make node-deps`)"
 
 
+def systemd_analyze() -> str | None:
+    """Debian's `systemd-analyze` (`make systemd-deps`), which checks the runner's unit."""
+    return shutil.which("systemd-analyze")
+
+
+def systemd_problem() -> str | None:
+    """Debian's systemd programs the tests run: `systemd-analyze` (the unit check) and
+    `systemd-inhibit` (the sleep inhibitor as the runner starts it)."""
+    missing = [p for p in ("systemd-analyze", "systemd-inhibit") if shutil.which(p) is None]
+    if not missing:
+        return None
+    return f"{' and '.join(missing)} not installed (run `make systemd-deps`)"
+
+
 def docker_problem() -> str | None:
     """Why the container tests cannot run here: no Docker daemon answers (`make test` starts
     one through .ci/with-dockerd), or the docker SDK is missing; None when they can."""
     import asyncio
 
-    from runnercli.services.daemon import daemon_problem
+    from runnercli.case.services.daemon import daemon_problem
 
     try:
         import docker  # noqa: F401
@@ -57,6 +73,7 @@ NEEDS: dict[str, tuple[Callable[[], str | None], str]] = {
     "browser": (chromium_problem, "REQUIRE_CHROMIUM"),
     "mcp_inspector": (inspector_problem, "REQUIRE_INSPECTOR"),
     "docker": (docker_problem, "REQUIRE_DOCKER"),
+    "systemd": (systemd_problem, "REQUIRE_SYSTEMD"),
 }
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 import psutil
 import pytest
 
-from everdict.demo_browser import has_chromium
 from tests.live import ROOT, free_port
 
 # The engine under the server does not change what this shows: one database pass runs it.
@@ -40,7 +39,25 @@ class Demo(subprocess.Popen[bytes]):
     output: Path
 
 
-def _run_demo(tmp_path: Path, port: int) -> Demo:
+def _path_without(tmp_path: Path, *programs: str) -> str:
+    """This PATH, each directory holding one of `programs` replaced by a copy of it (links)
+    without them: a machine without those programs."""
+    kept = []
+    for number, directory in enumerate(os.environ.get("PATH", "").split(os.pathsep)):
+        here = Path(directory or ".")
+        if not any((here / program).exists() for program in programs):
+            kept.append(directory)
+            continue
+        copy = tmp_path / f"path-without-{number}"
+        copy.mkdir(exist_ok=True)
+        for entry in here.iterdir():
+            if entry.name not in programs and not (copy / entry.name).exists():
+                (copy / entry.name).symlink_to(entry)
+        kept.append(str(copy))
+    return os.pathsep.join(kept)
+
+
+def _run_demo(tmp_path: Path, port: int, *, chromium: bool = True) -> Demo:
     env = {
         **os.environ,
         # A scratch embedded database: the demo migrates and seeds it from nothing.
@@ -48,6 +65,8 @@ def _run_demo(tmp_path: Path, port: int) -> Demo:
         "EVERDICT_DEMO_PORT": str(port),
         "COLUMNS": "120",
     }
+    if not chromium:
+        env["PATH"] = _path_without(tmp_path, "chromium", "chromium-browser")
     output = tmp_path / f"demo-{port}.out"
     with output.open("wb") as sink:
         proc = Demo(
@@ -70,6 +89,7 @@ def _stop(proc: Demo) -> tuple[int, list[psutil.Process]]:
     return code, alive
 
 
+@pytest.mark.browser
 def test_the_demo_prints_a_scored_summary_and_leaves_nothing_behind(tmp_path: Path) -> None:
     port = free_port()
     proc = _run_demo(tmp_path, port)
@@ -85,12 +105,9 @@ def test_the_demo_prints_a_scored_summary_and_leaves_nothing_behind(tmp_path: Pa
     # The same questions graded by the demo's judge script: the same verdicts, judged.
     assert "graded by a judge on this machine" in output
     assert output.count("Pass rate: 70% (7 pass, 3 fail, 0 error)") == 2
-    # With chromium here, a browser case runs too, driven headless; without, it says so.
-    if has_chromium():
-        assert "of chromium driven headless" in output
-        assert "Pass rate: 100% (2 pass, 0 fail, 0 error)" in output
-    else:
-        assert "No chromium here" in output
+    # With chromium here (the test is marked `browser`), a browser case runs too, headless.
+    assert "of chromium driven headless" in output
+    assert "Pass rate: 100% (2 pass, 0 fail, 0 error)" in output
     assert "capital-australia" in output and "power" in output and "trivia" in output
     assert f"http://127.0.0.1:{port}/runs/1/" in output
     assert "demo / demo" in output
@@ -104,13 +121,15 @@ def test_the_demo_prints_a_scored_summary_and_leaves_nothing_behind(tmp_path: Pa
     assert events and not [e for e in events if "offline" in e], events
 
 
-def test_a_second_demo_start_reuses_what_the_first_seeded(tmp_path: Path) -> None:
-    # Each start dispatches its runs (the browser harness's too, when chromium is here) on
-    # from where the previous start left the numbering.
+def test_a_second_demo_start_reuses_what_the_first_seeded_on_a_machine_without_chromium(
+    tmp_path: Path,
+) -> None:
+    # Each start dispatches its runs on from where the previous start left the numbering;
+    # without chromium on the PATH, the demo says the browser harness cannot run here.
     last_run = 0
     for _ in range(2):
         port = free_port()
-        proc = _run_demo(tmp_path, port)
+        proc = _run_demo(tmp_path, port, chromium=False)
         try:
             output = _read_until(proc, "press Ctrl-C to stop", SUMMARY_WITHIN_S)
             _, left = _stop(proc)
@@ -121,6 +140,7 @@ def test_a_second_demo_start_reuses_what_the_first_seeded(tmp_path: Path) -> Non
         assert runs and runs[0] == last_run + 1, (last_run, runs)
         last_run = runs[-1]
         assert "Starting runner #1 " in output  # the same runner, from its config file
+        assert "No chromium here" in output
         assert left == []
 
 

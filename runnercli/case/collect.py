@@ -12,7 +12,8 @@ import json
 import platform
 from typing import Any
 
-from runnercli.case.pipeline import CaseContext, Stage
+from runnercli.case.pipeline import CaseContext, Given, Stage
+from runnercli.case.tools import ToolVersions
 from runnercli.config import os_name, runnercli_version
 from runnercli.protocol import (
     MAX_OUTPUT_BYTES,
@@ -24,8 +25,7 @@ from runnercli.protocol import (
     Fingerprint,
     harness_digest,
 )
-from runnercli.tools import ToolVersions
-from runnercli.utf8 import clip_utf8
+from runnercli.text.utf8 import clip_utf8
 
 USAGE_FIELDS = ("total_cost_usd", "input_tokens", "output_tokens")
 
@@ -75,6 +75,8 @@ class Collect(Stage):
     """Build `case.result` from `case.outcome`, once the stages before it have finished."""
 
     name = "collect"
+    needs = frozenset({Given.OUTCOME})
+    gives = frozenset({Given.RESULT})
 
     def __init__(self, tools: ToolVersions | None = None) -> None:
         # The session's tool versions (each probed once); none for a case run on its own.

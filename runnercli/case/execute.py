@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import time
 
-from runnercli.argv import StartError, case_env, render_argv
-from runnercli.case.pipeline import CaseContext, RunOutcome, Stage
-from runnercli.case.process import (
+from runnercli.case.argv import StartError, case_env, render_argv
+from runnercli.case.input import ArgumentTooLong, check_argv
+from runnercli.case.pipeline import CaseContext, Given, RunOutcome, Stage
+from runnercli.case.spawn import (
     KILL,
     TERM_GRACE_S,
     drain,
@@ -24,7 +25,6 @@ from runnercli.case.process import (
     supervise,
 )
 from runnercli.case.streams import Stderr, Stdout
-from runnercli.casefile import ArgumentTooLong, check_argv
 from runnercli.protocol import MAX_OUTPUT_BYTES
 
 
@@ -32,6 +32,8 @@ class Execute(Stage):
     """Run the harness to completion, its timeout or a kill (`case.kill`): `case.outcome`."""
 
     name = "execute"
+    needs = frozenset({Given.DIRECTORY})
+    gives = frozenset({Given.OUTCOME})
 
     def __init__(self, *, term_grace_s: float = TERM_GRACE_S) -> None:
         self.term_grace_s = term_grace_s
@@ -48,7 +50,7 @@ class Execute(Stage):
             raise StartError(str(exc)) from exc
         env = case_env(job, case.env)
         started = time.monotonic()
-        proc = self.proc = await spawn(argv, env, str(case.workdir or "."))
+        proc = self.proc = await spawn(argv, env, str(case.workdir))
         stdout, stderr = Stdout(case.stdout_chunks), Stderr(case.stderr_lines)
         self.readers = [
             asyncio.create_task(pump(proc.stdout, stdout.feed)),

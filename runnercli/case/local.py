@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import asyncio
 
-from runnercli.argv import StartError
+from runnercli.case.argv import StartError
 from runnercli.case.collect import Collect
 from runnercli.case.execute import Execute
 from runnercli.case.pipeline import CaseContext, Pipeline
 from runnercli.case.prepare import Prepare
-from runnercli.case.process import TERM_GRACE_S
+from runnercli.case.spawn import TERM_GRACE_S
 from runnercli.case.streams import LineSink
-from runnercli.jobrun import JobRun
 from runnercli.protocol import CaseJob, CaseResult, Lease
+from runnercli.session import JobRun
 
 
 async def run_case(
@@ -38,5 +38,6 @@ async def run_case(
     await Pipeline([Prepare(), Execute(term_grace_s=term_grace_s), Collect()]).run(case)
     if case.ending is not None:
         raise StartError(case.ending.reason)
-    assert case.result is not None
+    if case.result is None:  # `Collect` gives it whenever no stage ended the case
+        raise StartError("the case ended without a result")
     return case.result

@@ -19,7 +19,10 @@ that ending, or else the result.
 A new stage is one more object in the list: it reads and writes the `CaseContext` — the
 working directory, environment variables, argv placeholders, observers of stdout and stderr,
 the outcome of the run, the output, the result being built and its artifacts — and touches
-no other stage.
+no other stage. What it needs that an earlier stage gives (the case's directory, the run's
+outcome, the result) it names in `needs`, the stage that gives it in `gives`: a pipeline in
+which a stage comes before what it needs is refused when it is built, not found wanting
+while a case runs.
 """
 
 from __future__ import annotations
@@ -27,13 +30,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from runnercli.argv import StartError
+from runnercli.case.argv import StartError
 from runnercli.case.streams import ChunkSink, LineSink
-from runnercli.jobrun import JobRun
 from runnercli.protocol import CaseJob, CaseResult, Lease
+from runnercli.session import JobRun
 
 EndStatus = Literal["completed", "timeout", "canceled"]
 
@@ -95,16 +99,31 @@ class Artifact:
     media_type: str = "application/octet-stream"
 
 
+class Given(Enum):
+    """What a stage leaves for the stages after it."""
+
+    DIRECTORY = "the case's directory"
+    OUTCOME = "how the harness's run ended"
+    RESULT = "the case's result"
+
+
+class MissingGiven(LookupError):
+    """A stage read what no stage before it gave: a pipeline built out of order."""
+
+    def __init__(self, given: Given) -> None:
+        super().__init__(f"no stage before this one gives {given.value}")
+
+
+class PipelineError(ValueError):
+    """A pipeline whose stages come before what they need."""
+
+
 @dataclass
 class CaseContext:
     """What the stages of one case read and write."""
 
-    # The job and its lease (a new grant replaces the lease), its kill event and its log.
+    # The job and its lease (a new grant replaces the lease) and its kill event.
     job_run: JobRun
-    # The case's own directory, and where the harness runs (the same, unless a stage moves
-    # it: a worktree of the member's repo).
-    directory: Path | None = None
-    workdir: Path | None = None
     # What stages add to the harness's environment and to its argv placeholders
     # (`{case.file}`; `{NAME}` for any NAME a stage adds).
     env: dict[str, str] = field(default_factory=dict)
@@ -131,6 +150,30 @@ class CaseContext:
     cancelled: bool = False
     # Whether the server took the report of this case.
     reported: bool = False
+    # The case's own directory, and where the harness runs (the same, unless a stage moves
+    # it: a worktree of the member's repo); read through `directory` and `workdir`.
+    _directory: Path | None = field(default=None, repr=False)
+    _workdir: Path | None = field(default=None, repr=False)
+
+    @property
+    def directory(self) -> Path:
+        """The case's own directory: given by the stage that makes it (`Given.DIRECTORY`)."""
+        if self._directory is None:
+            raise MissingGiven(Given.DIRECTORY)
+        return self._directory
+
+    @directory.setter
+    def directory(self, path: Path) -> None:
+        self._directory = path
+
+    @property
+    def workdir(self) -> Path:
+        """Where the harness runs: the case's directory, unless a stage moved it."""
+        return self._workdir or self.directory
+
+    @workdir.setter
+    def workdir(self, path: Path) -> None:
+        self._workdir = path
 
     @property
     def job(self) -> CaseJob:
@@ -161,6 +204,9 @@ class Stage:
     runs. A `cleanup` may find its `start` half done, or not done at all."""
 
     name = "stage"
+    # What it reads that an earlier stage gives, and what it gives those after it.
+    needs: ClassVar[frozenset[Given]] = frozenset()
+    gives: ClassVar[frozenset[Given]] = frozenset()
 
     async def start(self, case: CaseContext) -> None:
         """Set the case up (in pipeline order)."""
@@ -177,6 +223,14 @@ class Pipeline:
 
     def __init__(self, stages: Sequence[Stage]) -> None:
         self.stages = list(stages)
+        given: set[Given] = set()
+        for stage in self.stages:
+            if missing := stage.needs - given:
+                what = ", ".join(sorted(need.value for need in missing))
+                raise PipelineError(
+                    f"the {stage.name} stage needs {what}: no stage before it gives it"
+                )
+            given |= stage.gives
 
     async def run(self, case: CaseContext) -> None:
         """Start, finish and clean up every stage; how the case ended is on `case`. A

@@ -3,20 +3,21 @@
 It comes after `Collect`, so the result it redacts is the one reported: the output (which the
 server grades: it judges what the member let leave) and the stderr tail. Redaction can make
 a text longer; each is cut to its bound again (the output keeps its head, the stderr tail
-its end). The case's log lines are redacted as they are added (`runnercli.caselog`), text
+its end). The case's log lines are redacted as they are added (`runnercli.case.log`), text
 artifacts by the stage that uploads them.
 """
 
 from __future__ import annotations
 
-from runnercli.case.pipeline import CaseContext, Stage
+from runnercli.case.pipeline import CaseContext, Given, Stage
 from runnercli.protocol import MAX_OUTPUT_BYTES, MAX_STDERR_TAIL_BYTES
-from runnercli.redact import Redactor
-from runnercli.utf8 import clip_utf8
+from runnercli.text.redact import Redactor
+from runnercli.text.utf8 import clip_utf8
 
 
 class Redact(Stage):
     name = "redact"
+    needs = frozenset({Given.RESULT})
 
     def __init__(self, redactor: Redactor) -> None:
         self.redactor = redactor

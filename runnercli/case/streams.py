@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runnercli.protocol import MAX_LOG_LINE_BYTES, MAX_OUTPUT_BYTES, MAX_STDERR_TAIL_BYTES
-from runnercli.utf8 import clip_utf8, utf8_cut
+from runnercli.text.utf8 import clip_utf8, utf8_cut
 
 LineSink = Callable[[str], None]
 # Called with each chunk as it is read, then once with b"" when the stream ends.

@@ -1,7 +1,7 @@
 """Typed calls to the runner tools, each reply parsed into the wire models and each failure
 raised as what to do next (`runnercli.client.errors`).
 
-One session (`runnercli.client.session`) serves every lease worker of a `run`; a session
+One session (`runnercli.client.mcp_session`) serves every lease worker of a `run`; a session
 that died is replaced on the next call.
 """
 
@@ -25,10 +25,9 @@ from runnercli.client.errors import (
     ToolCallError,
     leaves,
 )
-from runnercli.client.session import McpSession
+from runnercli.client.grants import LeaseBatch, parse_lease_reply
+from runnercli.client.mcp_session import McpSession
 from runnercli.config import mcp_url
-from runnercli.features import RUNNER_FEATURES
-from runnercli.leases import LeaseBatch, parse_lease_reply
 from runnercli.protocol import (
     MAX_STATUS_CHARS,
     MAX_WAIT_MS,
@@ -43,6 +42,7 @@ from runnercli.protocol import (
     ResultReport,
     ToolFailure,
 )
+from runnercli.protocol.features import RUNNER_FEATURES
 
 # Seconds a reply may take beyond the time the server was asked to wait.
 # The SDK's per-call timeout fires first: it fails one call, where the HTTP client's read

@@ -28,11 +28,11 @@ from runnercli.config import (
     merge_capabilities,
     runnercli_version,
 )
-from runnercli.exits import EXIT_NOT_REPORTED
+from runnercli.console.exits import EXIT_NOT_REPORTED
+from runnercli.console.terminal import clean
+from runnercli.laptop.state import report_lines, runner_report
+from runnercli.laptop.updates import update_advice
 from runnercli.protocol import PROTOCOL_VERSION
-from runnercli.state import report_lines, runner_report
-from runnercli.terminal import clean
-from runnercli.updates import update_advice
 
 
 @click.command()

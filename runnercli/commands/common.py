@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from runnercli.case.consent.trust import Entry, TrustError, TrustStore, parse_entries
+from runnercli.case.repo.mapping import REPOS_KEY, MappingError, repos_of
 from runnercli.client import RevokedError, RunnerClient, ServerUnavailable, ToolCallError
 from runnercli.config import (
     SERVER_ENV,
@@ -22,12 +24,11 @@ from runnercli.config import (
     is_loopback,
     trust_path,
 )
-from runnercli.exits import EXIT_NOT_REPORTED, EXIT_REVOKED, EXIT_UPDATE_REQUIRED, upgrade_message
+from runnercli.console.exits import EXIT_NOT_REPORTED, EXIT_REVOKED, EXIT_UPDATE_REQUIRED
+from runnercli.console.terminal import clean
+from runnercli.laptop.updates import upgrade_message
 from runnercli.protocol import PROTOCOL_VERSION, Hello, RepoNameError
-from runnercli.redact import RedactError, Redactor
-from runnercli.repos.mapping import REPOS_KEY, MappingError, repos_of
-from runnercli.terminal import clean
-from runnercli.trust import Entry, TrustError, TrustStore, parse_entries
+from runnercli.text.redact import RedactError, Redactor
 
 PAIR_HINT = "python -m runnercli pair --server URL --token rnr_…"
 

@@ -8,8 +8,8 @@ import sys
 import click
 
 from runnercli.config import config_path
-from runnercli.pidfile import Drain
-from runnercli.pidfile import drain as drain_runner
+from runnercli.laptop.pidfile import Drain
+from runnercli.laptop.pidfile import drain as drain_runner
 
 
 @click.command()

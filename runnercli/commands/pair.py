@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from runnercli.case.consent.trust import TrustError, TrustStore
+from runnercli.client.device import DevicePairingFailed, default_label, device_pair
 from runnercli.commands.common import (
     allow_option,
     capability_option,
@@ -27,10 +29,8 @@ from runnercli.config import (
     merge_capabilities,
     trust_path,
 )
-from runnercli.device import DevicePairingFailed, default_label, device_pair
-from runnercli.exits import EXIT_NOT_REPORTED
-from runnercli.terminal import clean
-from runnercli.trust import TrustError, TrustStore
+from runnercli.console.exits import EXIT_NOT_REPORTED
+from runnercli.console.terminal import clean
 
 
 @click.command()

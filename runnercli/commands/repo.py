@@ -8,10 +8,8 @@ from typing import Any
 
 import click
 
-from runnercli.config import ConfigError, config_path
-from runnercli.protocol.names import RepoNameError, repo_capability
-from runnercli.repos.git import GitError, git_sync
-from runnercli.repos.mapping import (
+from runnercli.case.repo.git import GitError, git_sync
+from runnercli.case.repo.mapping import (
     MappingError,
     config_data_load,
     config_data_save,
@@ -20,7 +18,9 @@ from runnercli.repos.mapping import (
     repo_remove,
     repos_of,
 )
-from runnercli.terminal import clean
+from runnercli.config import ConfigError, config_path
+from runnercli.console.terminal import clean
+from runnercli.protocol.names import RepoNameError, repo_capability
 
 config_option = click.option(
     "--config",

@@ -9,8 +9,12 @@ import sys
 
 import click
 
-from runnercli.capacity import MAX_CONCURRENT_TYPE
-from runnercli.case.process import watch_children_by_pidfd
+from runnercli.case.consent.pending import pending_dir
+from runnercli.case.consent.settings import CONSENT_TIMEOUT_S, ConsentSettings
+from runnercli.case.consent.trust import Entry, TrustError, parse_entries, server_key
+from runnercli.case.delivery.spool import spool_dir_for
+from runnercli.case.services.records import services_dir_for
+from runnercli.case.spawn import watch_children_by_pidfd
 from runnercli.client import RunnerClient
 from runnercli.commands.common import (
     allow_option,
@@ -27,6 +31,7 @@ from runnercli.commands.common import (
     server_option,
     token_option,
 )
+from runnercli.commands.loop import RunnerLoop, stopping_on_signals
 from runnercli.config import (
     RunnerConfig,
     config_path,
@@ -34,24 +39,14 @@ from runnercli.config import (
     merge_capabilities,
     trust_path,
 )
-from runnercli.loop import RunnerLoop, stopping_on_signals
-from runnercli.options import (
-    CONSENT_TIMEOUT_S,
-    SERVICES_IDLE_S,
-    ConsentSettings,
-    RunOptions,
-    ServiceSettings,
-)
-from runnercli.pending import pending_dir
-from runnercli.pidfile import AlreadyRunning, Pidfile, pidfile_path
-from runnercli.power import OnBattery
+from runnercli.console.status import StatusLine
+from runnercli.laptop.pidfile import AlreadyRunning, Pidfile, pidfile_path
+from runnercli.laptop.power import OnBattery
+from runnercli.laptop.state import state_path
+from runnercli.login_service.units import NO_RESTART_EXITS
+from runnercli.options import SERVICES_IDLE_S, RunOptions, ServiceSettings
 from runnercli.protocol import MAX_WAIT_MS, repo_capability
-from runnercli.service.units import NO_RESTART_EXITS
-from runnercli.services.records import services_dir_for
-from runnercli.spool import spool_dir_for
-from runnercli.state import state_path
-from runnercli.status import StatusLine
-from runnercli.trust import Entry, TrustError, parse_entries, server_key
+from runnercli.slots import MAX_CONCURRENT_TYPE
 
 
 @click.command()
@@ -188,7 +183,6 @@ def run(
             detected_capabilities(),
             [repo_capability(name) for name in sorted(repos)],
         ),
-        consent=consent,
         max_concurrent=max_concurrent,
         wait_ms=wait_ms,
         once=once,
@@ -213,7 +207,7 @@ def run(
     gc.freeze()
     try:
         with Pidfile(pidfile_path(path)):
-            code = asyncio.run(_run(server, token, options))
+            code = asyncio.run(_run(server, token, options, consent))
     except AlreadyRunning as exc:
         raise click.ClickException(f"{exc}; `python -m runnercli drain` stops it") from exc
     sys.exit(_service_exit(code) if as_service else code)
@@ -246,12 +240,12 @@ def _command_options(config_file: str | None, server: str, config: RunnerConfig)
     return " ".join(options)
 
 
-async def _run(server: str, token: str, options: RunOptions) -> int:
+async def _run(server: str, token: str, options: RunOptions, consent: ConsentSettings) -> int:
     watch_children_by_pidfd()
     client = RunnerClient(server, token, max_wait_ms=options.wait_ms, slots=options.slots)
     async with client:
         with StatusLine() as status:
-            runner = RunnerLoop(client, options, status)
+            runner = RunnerLoop(client, options, status, consent=consent)
             # Ctrl-C drains, twice hands the running cases back.
             with stopping_on_signals(runner.request_stop):
                 return await runner.run()

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from runnercli import pending
+from runnercli.case.consent import pending
+from runnercli.case.consent.trust import Entry, ServerTrust, TrustError, TrustStore, parse_entries
 from runnercli.config import (
     SERVER_ENV,
     ConfigError,
@@ -16,8 +17,7 @@ from runnercli.config import (
     config_path,
     trust_path,
 )
-from runnercli.terminal import clean
-from runnercli.trust import Entry, ServerTrust, TrustError, TrustStore, parse_entries
+from runnercli.console.terminal import clean
 
 config_option = click.option(
     "--config",

@@ -36,3 +36,20 @@ def spec_features(spec: HarnessSpec) -> list[str]:
 
 # What a judge job (`kind: judge`) needs, whatever its harness.
 JUDGE_FEATURES = ["judge"]
+
+
+# The features this runner implements, declared in every `hello` and `lease_job`: a feature is
+# listed once the runner really does it, and each is added both to `Feature` and here.
+# `repo`, `artifacts`, `trace`, `screens`, `services`, `files`: the stages that do them
+# (`runnercli.case.<feature>`); `judge`: the pipeline of a judge job; `slots`: a case takes
+# its harness's slots of `--max-concurrent` (`runnercli.slots`).
+RUNNER_FEATURES: tuple[str, ...] = (
+    "artifacts",
+    "files",
+    "judge",
+    "repo",
+    "screens",
+    "services",
+    "slots",
+    "trace",
+)

@@ -8,6 +8,7 @@ is epoch milliseconds, `name` a short label (a tool's name, a role) and `data` a
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -24,6 +25,11 @@ MAX_TRACE_NAME_CHARS = 100
 # What one `report_case_trace` call carries.
 MAX_TRACE_EVENTS_PER_CALL = 200
 MAX_TRACE_BYTES_PER_CALL = 256 * 1024
+
+
+def now_ms() -> int:
+    """Now, as an event's `ts` says it: epoch milliseconds."""
+    return time.time_ns() // 1_000_000
 
 
 def encode(value: Any) -> bytes:

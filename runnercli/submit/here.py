@@ -1,9 +1,9 @@
 """`submit --here`: the CI machine itself runs the cases.
 
 An ephemeral runner is paired with the API key (label `ci-<host>`), the run is pinned to it,
-the pull loop (`runnercli.loop`) runs in this process — consent opted out: it only exists for
-this run; signals are `submit`'s, they cancel the run — and the runner is revoked on the way
-out.
+the runner's loop (`runnercli.commands.loop`) runs in this process — consent opted out: it
+only exists for this run; signals are `submit`'s, they cancel the run — and the runner is
+revoked on the way out.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ import contextlib
 import socket
 import sys
 
+from runnercli.case.consent.settings import ConsentSettings
 from runnercli.client import RunnerClient
+from runnercli.commands.loop import RunnerLoop
 from runnercli.config import detected_capabilities, os_name
-from runnercli.loop import RunnerLoop
-from runnercli.options import ConsentSettings, RunOptions
-from runnercli.status import StatusLine
+from runnercli.console.status import StatusLine
+from runnercli.options import RunOptions
 from runnercli.submit.api import PersonalApi
 from runnercli.submit.options import Options
 from runnercli.submit.run import Follow, announce, say, start_args, verdict
@@ -35,8 +36,6 @@ async def run_here(api: PersonalApi, options: Options) -> int:
         announce(options, run)
         runner_options = RunOptions(
             capabilities=capabilities,
-            # Its own run, just started by this command: nothing to ask about.
-            consent=ConsentSettings(allow_any=True),
             max_concurrent=options.concurrency,
             wait_ms=HERE_WAIT_MS,
             # The member asked for this run here and now: on battery too.
@@ -47,7 +46,9 @@ async def run_here(api: PersonalApi, options: Options) -> int:
         )
         async with client:
             with StatusLine(stream=sys.stderr, live=False) as status:
-                pull = RunnerLoop(client, runner_options, status)
+                # Its own run, just started by this command: nothing to ask about.
+                consent = ConsentSettings(allow_any=True)
+                pull = RunnerLoop(client, runner_options, status, consent=consent)
                 task = asyncio.create_task(pull.run())
                 try:
                     finished = await Follow(api, options, run["id"]).wait(watch=task)

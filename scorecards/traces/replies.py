@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 from pydantic import Field
 
 from core.replies import Reply
-from runnercli.trace.step import elapsed
+from runnercli.protocol.steps import elapsed
 from scorecards.traces.models import CaseTrace, ScreenFrame, TraceEvent
 from scorecards.traces.selectors import CaseAttempt, RunningCase, TracePage
 from scorecards.traces.steps import current_step

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from runnercli.protocol import TraceEvent
-from runnercli.trace.step import short_argument
+from runnercli.protocol.steps import short_argument
 
 MAX_OPEN_CALLS = 32
 TOKEN_FIELDS = (

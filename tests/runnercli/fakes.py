@@ -10,9 +10,9 @@ from collections import defaultdict
 from typing import Any
 
 from runnercli.client import RunnerClient
-from runnercli.jobrun import JobRun
-from runnercli.leases import LeaseBatch
-from runnercli.loop import RunnerLoop
+from runnercli.client.grants import LeaseBatch
+from runnercli.commands.loop import RunnerLoop
+from runnercli.console.status import StatusLine
 from runnercli.options import RunOptions
 from runnercli.protocol import (
     Ack,
@@ -23,8 +23,7 @@ from runnercli.protocol import (
     Lease,
     ResultReport,
 )
-from runnercli.session import Session
-from runnercli.status import StatusLine
+from runnercli.session import JobRun, Session
 
 Answer = Any  # a reply model, or an exception to raise
 
@@ -112,8 +111,9 @@ def fake_session(client: FakeClient | None = None, **options: Any) -> Session:
 def fake_runner(client: FakeClient | None = None, **options: Any) -> RunnerLoop:
     """The runner's parts put together as `run` does, over a fake client."""
     status = StatusLine(stream=io.StringIO(), live=False)
+    consent = options.pop("consent", None)
     options = {"capabilities": ["python"], "wait_ms": 1000, **options}
-    return RunnerLoop(client or FakeClient(), RunOptions(**options), status)
+    return RunnerLoop(client or FakeClient(), RunOptions(**options), status, consent=consent)
 
 
 def said(session: Session) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from runnercli.trace import Draft, StreamParser
+from runnercli.case.trace import Draft, StreamParser
 
 FIXTURES = Path(__file__).parent / "fixtures"
 T0 = 1_760_000_000_000  # epoch ms

@@ -7,8 +7,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from runnercli.case.services import Records, Runtime
 from runnercli.protocol import CaseJob, HarnessSpec, harness_digest
-from runnercli.services import Records, Runtime
 
 # A process service: Python's own HTTP server on its `{port}`, in its directory.
 HTTP_SERVER = [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "{port}"]

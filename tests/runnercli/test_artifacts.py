@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runnercli.artifacts import collect
+from runnercli.case.artifacts.globs import collect
 from runnercli.protocol.names import GlobError, check_globs
 
 MiB = 1 << 20

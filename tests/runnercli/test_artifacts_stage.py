@@ -1,39 +1,52 @@
-"""The `Artifacts` stage and the delivery of a result that names artifacts: the files a case
-left, redacted when text, uploaded before the result names them; a result the server refuses
-for a blob it lacks is sent again after the blob, from the shelf — in memory, or beside the
-spooled result across a restart."""
+"""The `Artifacts` stage and the delivery of a result that names artifacts, against the real
+server: the files a case left, redacted when text, uploaded before the result names them; a
+result the server refuses for a blob it lacks is sent again after the blob, from the shelf —
+in memory, or beside the spooled result across a restart."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Callable
+import sys
+import textwrap
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
-from runnercli.case.artifacts import Artifacts
+import pytest
+
+from runnercli.case.artifacts.shelf import Shelf
+from runnercli.case.artifacts.stage import Artifacts
 from runnercli.case.collect import Collect
+from runnercli.case.delivery.reports import Delivery
+from runnercli.case.delivery.spool import Spool
 from runnercli.case.execute import Execute
 from runnercli.case.pipeline import Artifact, CaseContext, Pipeline, Stage
 from runnercli.case.prepare import Prepare
-from runnercli.client import ServerUnavailable
-from runnercli.delivery import Delivery
-from runnercli.protocol import (
-    Ack,
-    ArtifactRef,
-    BlobAck,
-    CaseJob,
-    CaseResult,
-    ResultReport,
-    artifact_not_uploaded,
+from runnercli.protocol import ArtifactRef, CaseResult, Fingerprint, ResultReport
+from runnercli.session import JobRun
+from runnercli.text.redact import Redactor
+from scorecards.blobs.models import Artifact as ArtifactRow
+from scorecards.blobs.services import blob_store
+from scorecards.models import CaseResult as CaseResultRow
+from tests.live import LiveServer
+from tests.runnercli.fakes import said
+from tests.runnercli.leased import (
+    Held,
+    ObservedClient,
+    blob_server,
+    paired_run,
+    session_over,
+    stored,
 )
-from runnercli.redact import Redactor
-from runnercli.shelf import Shelf
-from runnercli.spool import Spool
-from tests.runnercli.blob_server import BlobServerClient
-from tests.runnercli.conftest import make_job
-from tests.runnercli.fakes import fake_session, held, said
 
-Script = Callable[[str], list[str]]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("blob_dir"),
+]
+
+T = TypeVar("T")
 
 LEAVES_FILES = """
     import os, sys
@@ -48,15 +61,28 @@ LEAVES_FILES = """
 """
 
 
-def job_with(command: list[str], artifacts: list[str]) -> CaseJob:
-    job = make_job(command)
-    spec = job.harness.spec.model_copy(update={"artifacts": artifacts})
-    return job.model_copy(update={"harness": job.harness.model_copy(update={"spec": spec})})
+def harness(tmp_path: Path, source: str, artifacts: list[str]) -> dict[str, Any]:
+    """A harness that is a small Python script, leaving files named by `artifacts`."""
+    script = tmp_path / f"case_{abs(hash(source))}.py"
+    script.write_text(textwrap.dedent(source))
+    return {"command": [sys.executable, str(script)], "timeout_s": 30, "artifacts": artifacts}
 
 
-def run_case(stages: list[Stage], job: CaseJob, notes: list[str]) -> CaseContext:
-    case = CaseContext(held(job), notes=[notes.append])
-    asyncio.run(Pipeline(stages).run(case))
+def with_leased(
+    server: LiveServer, token: str, go: Callable[[ObservedClient, Held], Awaitable[T]]
+) -> tuple[ObservedClient, T]:
+    async def scenario() -> tuple[ObservedClient, T]:
+        async with ObservedClient(server, token) as client:
+            [held] = await client.lease()
+            client.calls.clear()
+            return client, await go(client, held)
+
+    return asyncio.run(scenario())
+
+
+async def run_case(stages: list[Stage], held: Held, notes: list[str]) -> CaseContext:
+    case = CaseContext(JobRun(held.job, held.lease), notes=[notes.append])
+    await Pipeline(stages).run(case)
     return case
 
 
@@ -65,34 +91,39 @@ def sha(data: bytes) -> str:
 
 
 def test_the_files_a_case_left_are_redacted_uploaded_and_named_in_its_result(
-    script: Script,
+    alice: Any, workspace: Any, tmp_path: Path, blob_dir: Path
 ) -> None:
-    client = BlobServerClient(chunk_bytes=4096)
-    client.limits = client.limits.model_copy(update={"max_artifact_bytes": 4096})
+    globs = ["out/**/*.json", "*.html", "*.png", "big.bin"]
+    run = paired_run(alice, spec=harness(tmp_path, LEAVES_FILES, globs))
     notes: list[str] = []
-    stage = Artifacts(client, Shelf(), redactor=Redactor(["sk-[a-z0-9]+"]))
-    job = job_with(script(LEAVES_FILES), ["out/**/*.json", "*.html", "*.png", "big.bin"])
-    case = run_case([Prepare(), Execute(), Collect(), stage], job, notes)
+
+    async def go(client: ObservedClient, held: Held) -> CaseContext:
+        stage = Artifacts(client, Shelf(), redactor=Redactor(["sk-[a-z0-9]+"]))
+        return await run_case([Prepare(), Execute(), Collect(), stage], held, notes)
+
+    with blob_server(tmp_path, blob_dir, EVERDICT_MAX_ARTIFACT_BYTES=4096) as server:
+        _, case = with_leased(server, run.token, go)
 
     assert case.result is not None and case.result.status == "completed"
     refs = {ref.path: ref for ref in case.result.artifacts or []}
     assert sorted(refs) == ["out/a.json", "out/deep/b.json", "report.html", "shot.png"]
     # What left the machine is what the result names, the member's secrets redacted in text;
     # the image is binary and goes as it is.
-    sent = {path: client.blobs[ref.sha256] for path, ref in refs.items()}
+    blobs = stored(blob_dir, run.workspace_id)
+    sent = {path: blobs[ref.sha256] for path, ref in refs.items()}
     assert sent["out/a.json"] == b'{"token": "[redacted]", "ok": true}'
     assert sent["report.html"] == b"<p>key [redacted] used</p>"
     assert b"sk-abc123" in sent["shot.png"]
     assert refs["shot.png"].media_type == "image/png"
     assert refs["out/a.json"].media_type == "application/json"
     assert all(ref.size == len(sent[path]) for path, ref in refs.items())
-    # Left out, each saying why.
+    # Left out, each saying why (the server's limit, from its greeting, is 4096 bytes).
     assert any("out/passwd.json left out: a symlink" in note for note in notes)
     assert any("big.bin left out" in note and "4096" in note for note in notes)
 
 
 def test_the_artifacts_other_stages_leave_are_sent_and_a_held_blob_is_not_sent_again(
-    script: Script, tmp_path: Path
+    alice: Any, workspace: Any, tmp_path: Path, blob_dir: Path
 ) -> None:
     diff = tmp_path / "repo.diff"
     diff.write_text("--- a/x\n+++ b/x\n")
@@ -101,12 +132,16 @@ def test_the_artifacts_other_stages_leave_are_sent_and_a_held_blob_is_not_sent_a
         async def finish(self, case: CaseContext) -> None:
             case.artifacts.append(Artifact("repo.diff", diff, "text/x-diff"))
 
-    client = BlobServerClient()
-    client.hold(diff.read_bytes())
+    run = paired_run(alice, spec=harness(tmp_path, "print('hi')", ["*.txt"]))
+    blob_store(workspace=run.workspace_id, data=diff.read_bytes())
     notes: list[str] = []
-    job = job_with(script("print('hi')"), ["*.txt"])
-    stages = [Prepare(), Execute(), Collect(), LeavesADiff(), Artifacts(client, Shelf())]
-    case = run_case(stages, job, notes)
+
+    async def go(client: ObservedClient, held: Held) -> CaseContext:
+        stages = [Prepare(), Execute(), Collect(), LeavesADiff(), Artifacts(client, Shelf())]
+        return await run_case(stages, held, notes)
+
+    with blob_server(tmp_path, blob_dir) as server:
+        client, case = with_leased(server, run.token, go)
     assert case.result is not None
     assert case.result.artifacts == [
         ArtifactRef(
@@ -122,86 +157,114 @@ def test_the_artifacts_other_stages_leave_are_sent_and_a_held_blob_is_not_sent_a
 
 
 def test_a_file_the_server_could_not_be_reached_for_is_still_named_and_one_refused_is_not(
-    script: Script,
+    alice: Any, workspace: Any, tmp_path: Path, blob_dir: Path
 ) -> None:
-    client = BlobServerClient()
-    client.answer("have_blobs", ServerUnavailable("connection refused"))
-    client.answer(
-        "put_blob",
-        BlobAck(accepted=False, reason="blob is over the limit of 3 bytes"),
-        *[ServerUnavailable("connection refused")] * 100,
-    )
+    writes = "open('a.txt', 'w').write('aaaaa'); open('b.txt', 'w').write('bbb')"
+    run = paired_run(alice, spec=harness(tmp_path, writes, ["*.txt"]))
     notes: list[str] = []
-    writes = "open('a.txt', 'w').write('aaa'); open('b.txt', 'w').write('bbb')"
-    gone = asyncio.Event()
-    gone.set()  # the member's second signal: an upload does not wait for the server
-    stage = Artifacts(client, Shelf(), abort=gone)
-    case = run_case(
-        [Prepare(), Execute(), Collect(), stage], job_with(script(writes), ["*.txt"]), notes
-    )
+
+    async def go(client: ObservedClient, held: Held) -> CaseContext:
+        # Its limits as an earlier greeting said them, before the server lowered its own to 4
+        # bytes: a.txt reaches the server and is refused; b.txt's calls never reach it.
+        client.limits = client.limits.model_copy(update={"max_artifact_bytes": 1 << 20})
+        client.unreachable = {sha(b"bbb")}
+        gone = asyncio.Event()
+        gone.set()  # the member's second signal: an upload does not wait for the server
+        stage = Artifacts(client, Shelf(), abort=gone)
+        return await run_case([Prepare(), Execute(), Collect(), stage], held, notes)
+
+    with blob_server(tmp_path, blob_dir, EVERDICT_MAX_ARTIFACT_BYTES=4) as server:
+        _, case = with_leased(server, run.token, go)
     assert case.result is not None
     assert [ref.path for ref in case.result.artifacts or []] == ["b.txt"]
-    assert any("a.txt left out: the server refused it" in note for note in notes)
+    assert any(
+        "a.txt left out: the server refused it" in note and "over the limit of 4 bytes" in note
+        for note in notes
+    )
     assert any("b.txt not uploaded yet" in note for note in notes)
+    assert stored(blob_dir, run.workspace_id) == {}
 
 
-def named(data: bytes, path: str = "report.txt") -> ResultReport:
+def named(held: Held, data: bytes, path: str = "report.txt") -> ResultReport:
     ref = ArtifactRef(path=path, sha256=sha(data), size=len(data), media_type="text/plain")
-    result = CaseResult(status="completed", exit_code=0, output="ok", artifacts=[ref])
-    return ResultReport(job_id=1, lease_epoch=1, result=result)
+    fingerprint = Fingerprint(os="linux", python="3.11", runnercli_version="test")
+    result = CaseResult(
+        status="completed", exit_code=0, output="ok", fingerprint=fingerprint, artifacts=[ref]
+    )
+    return ResultReport(job_id=held.job.job_id, lease_epoch=held.lease.lease_epoch, result=result)
 
 
-def test_a_result_refused_for_a_blob_the_server_lacks_is_sent_again_after_it() -> None:
+def submitted(client: ObservedClient) -> int:
+    return len(client.of("submit_job_result")) + len(client.of("submit_job_results"))
+
+
+def test_a_result_refused_for_a_blob_the_server_lacks_is_sent_again_after_it(
+    alice: Any, workspace: Any, tmp_path: Path, blob_dir: Path
+) -> None:
     data = b"the report"
-    client = BlobServerClient()
-    session = fake_session(client)
-    delivery = Delivery(session)
-    delivery.shelf.keep(1, sha(data), data)
-    missing = Ack(accepted=False, reason=artifact_not_uploaded("report.txt", sha(data)))
-    client.answer("submit_job_result", missing)
-    client.answer("submit_job_results", [missing])
-    assert asyncio.run(delivery.deliver_result(named(data), "run 1 case c1"))
-    assert client.blobs == {sha(data): data}
-    sent = client.of("submit_job_result") + client.of("submit_job_results")
-    assert len(sent) == 2
-    assert "sending artifact report.txt again" in said(session)
+    run = paired_run(alice)
+
+    async def go(client: ObservedClient, held: Held) -> tuple[bool, str]:
+        session = session_over(client)
+        delivery = Delivery(session)
+        delivery.shelf.keep(held.job.job_id, sha(data), data)
+        delivered = await delivery.deliver_result(named(held, data), "run 1 case c0")
+        return delivered, said(session)
+
+    with blob_server(tmp_path, blob_dir) as server:
+        client, (delivered, output) = with_leased(server, run.token, go)
+    assert delivered
+    # Refused for the blob it names, sent again once the blob was uploaded, and taken.
+    assert submitted(client) == 2 and len(client.of("put_blob")) == 1
+    assert "sending artifact report.txt again" in output
+    assert stored(blob_dir, run.workspace_id) == {sha(data): data}
+    [row] = ArtifactRow.objects.all()
+    assert (row.path, row.size) == ("report.txt", len(data))
 
 
-def test_a_blob_no_longer_at_hand_is_left_out_and_the_result_still_goes() -> None:
-    data = b"gone"
-    client = BlobServerClient()
-    session = fake_session(client)
-    missing = Ack(accepted=False, reason=artifact_not_uploaded("report.txt", sha(data)))
-    client.answer("submit_job_result", missing)
-    client.answer("submit_job_results", [missing])
-    assert asyncio.run(Delivery(session).deliver_result(named(data), "run 1 case c1"))
-    last = (client.of("submit_job_result") + client.of("submit_job_results"))[-1]
-    result = last["result"] if "result" in last else last["reports"][0].result
-    assert result.artifacts is None
-    assert "left out of the result: its bytes are no longer kept" in said(session)
+def test_a_blob_no_longer_at_hand_is_left_out_and_the_result_still_goes(
+    alice: Any, workspace: Any, tmp_path: Path, blob_dir: Path
+) -> None:
+    run = paired_run(alice)
+
+    async def go(client: ObservedClient, held: Held) -> tuple[bool, str]:
+        session = session_over(client)
+        delivered = await Delivery(session).deliver_result(named(held, b"gone"), "run 1 case c0")
+        return delivered, said(session)
+
+    with blob_server(tmp_path, blob_dir) as server:
+        client, (delivered, output) = with_leased(server, run.token, go)
+    assert delivered and submitted(client) == 2
+    assert "left out of the result: its bytes are no longer kept" in output
+    assert CaseResultRow.objects.filter(run_id=run.run_id).count() == 1
+    assert not ArtifactRow.objects.exists()
 
 
 def test_a_spooled_results_artifacts_survive_a_restart_and_go_once_it_is_delivered(
-    tmp_path: Path,
+    alice: Any, workspace: Any, tmp_path: Path, blob_dir: Path
 ) -> None:
     data = b"made before the runner was killed"
-    report = named(data)
-    # The first run kept the result and its blob, then was killed before the server answered.
-    first = Spool(tmp_path, "http://127.0.0.1:9")
-    first.put(report, "run 1 case c1")
-    first.blobs.keep(1, sha(data), data)
     orphan = b"kept for a result that is gone"
-    first.blobs.keep(2, sha(orphan), orphan)
+    spool_dir = tmp_path / "spool"
+    run = paired_run(alice)
 
-    client = BlobServerClient()
-    session = fake_session(client)
-    missing = Ack(accepted=False, reason=artifact_not_uploaded("report.txt", sha(data)))
-    client.answer("submit_job_result", missing)
-    client.answer("submit_job_results", [missing])
-    delivery = Delivery(session, Spool(tmp_path, "http://127.0.0.1:9"))
-    asyncio.run(delivery.resend_spooled())
-    assert client.blobs == {sha(data): data}
-    assert "result from an earlier run delivered" in said(session)
+    async def go(client: ObservedClient, held: Held) -> str:
+        # The first run kept the result and its blob, then was killed before the server
+        # answered; the next one starts with them in the spool.
+        first = Spool(spool_dir, client.url)
+        first.put(named(held, data), "run 1 case c0")
+        first.blobs.keep(held.job.job_id, sha(data), data)
+        first.blobs.keep(held.job.job_id + 1, sha(orphan), orphan)
+        session = session_over(client)
+        await Delivery(session, Spool(spool_dir, client.url)).resend_spooled()
+        return said(session)
+
+    with blob_server(tmp_path, blob_dir) as server:
+        _, output = with_leased(server, run.token, go)
+    assert stored(blob_dir, run.workspace_id) == {sha(data): data}
+    assert "result from an earlier run delivered" in output
+    [row] = ArtifactRow.objects.all()
+    assert row.path == "report.txt"
     # Nothing is left: the result was delivered, the orphan swept at the start.
-    assert list((tmp_path / "blobs").iterdir()) == []
-    assert list(tmp_path.glob("*.json")) == []
+    assert list((spool_dir / "blobs").iterdir()) == []
+    assert list(spool_dir.glob("*.json")) == []

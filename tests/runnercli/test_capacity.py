@@ -10,7 +10,10 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from runnercli.capacity import MAX_CONCURRENT_TYPE, Slots, auto_concurrency, usable_cores
+from runnercli.session import JobRun
+from runnercli.slots import MAX_CONCURRENT_TYPE, Slots, auto_concurrency, usable_cores
+from tests.runnercli.conftest import make_job
+from tests.runnercli.fakes import held
 
 
 def test_auto_is_half_the_cores_and_at_least_one() -> None:
@@ -25,6 +28,9 @@ def test_auto_on_this_two_core_machine_is_one() -> None:
     assert auto_concurrency() == 1
 
 
+HALF_THE_CORES = max(1, len(os.sched_getaffinity(0)) // 2)
+
+
 @click.command()
 @click.option("--max-concurrent", type=MAX_CONCURRENT_TYPE, default="1")
 def probe(max_concurrent: int) -> None:
@@ -33,7 +39,8 @@ def probe(max_concurrent: int) -> None:
 
 @pytest.mark.parametrize(
     ("given", "read"),
-    [("auto", repr(auto_concurrency())), ("AUTO", repr(auto_concurrency())), ("3", "3")],
+    # `auto`: half the cores this process may run on, at least 1.
+    [("auto", repr(HALF_THE_CORES)), ("AUTO", repr(HALF_THE_CORES)), ("3", "3")],
 )
 def test_max_concurrent_takes_a_number_or_auto(given: str, read: str) -> None:
     done = CliRunner().invoke(probe, ["--max-concurrent", given])
@@ -47,44 +54,49 @@ def test_max_concurrent_refuses_anything_else(given: str) -> None:
     assert "Invalid value for '--max-concurrent'" in done.output
 
 
+def sized(slots: int | None, job_id: int = 1) -> JobRun:
+    """A leased job whose harness asks for `slots` of `--max-concurrent`."""
+    job = make_job(["true"])
+    spec = job.harness.spec.model_copy(update={"slots": slots})
+    harness = job.harness.model_copy(update={"spec": spec})
+    return held(job.model_copy(update={"job_id": job_id, "harness": harness}))
+
+
 def test_a_case_takes_its_harnesss_slots_and_never_more_than_the_machine_has() -> None:
     slots = Slots(2)
-    assert [slots.need(n) for n in (None, 0, 1, 2, 5)] == [1, 1, 1, 2, 2]
-    assert slots.take(1) == 1 and slots.free() == 1
-    assert not slots.fits(2) and slots.fits(1)
-    with pytest.raises(ValueError):
-        slots.take(2)
-    slots.give(1)
-    assert slots.take(2) == 2 and slots.free() == 0
-    with pytest.raises(ValueError):
-        slots.give(3)
-    with pytest.raises(ValueError):
-        Slots(0)
+    assert [slots.need(sized(n)) for n in (None, 1, 2, 5)] == [1, 1, 2, 2]
+    one = slots.take(sized(1))
+    assert (one.holds_slot, one.slots, slots.free) == (True, 1, 1)
+    two = slots.take(sized(2, job_id=2))
+    assert (two.slots, slots.free) == (2, 0)
+    slots.give_back(one)
+    slots.give_back(one)  # given back once only
+    assert slots.free == 0
+    slots.give_back(two)
+    assert (slots.used, slots.free) == (0, 2)
 
 
 def test_a_two_slot_case_waits_and_nothing_is_leased_past_it() -> None:
     async def scenario() -> list[str]:
         slots, order = Slots(2), []
-        slots.take(1)  # a one-slot case runs
-        big = asyncio.create_task(slots.acquire(2))
-        await asyncio.sleep(0.01)
-        assert not big.done()
-        order.append(f"free while the big case waits: {slots.free()}")
-        small = asyncio.create_task(slots.acquire(1))
-        await asyncio.sleep(0.01)
-        assert not small.done(), "a later small case does not overtake the big one"
-        slots.give(1)
-        assert await big == 2
-        order.append("big runs")
-        slots.give(2)
-        assert await small == 1
-        order.append(f"small runs, free {slots.free()}")
+        small = slots.take(sized(1))
+        await slots.start(small)  # a one-slot case runs
+        big = slots.take(sized(2, job_id=2))
+        waiting = asyncio.create_task(slots.start(big))
+        await asyncio.sleep(0)
+        assert not waiting.done() and not big.started
+        order.append(f"free while the big case waits: {slots.free}")
+        slots.give_back(small)
+        await waiting
+        order.append(f"big runs, free {slots.free}")
+        slots.give_back(big)
+        order.append(f"big over, free {slots.free}")
         return order
 
     assert asyncio.run(scenario()) == [
         "free while the big case waits: 0",
-        "big runs",
-        "small runs, free 1",
+        "big runs, free 0",
+        "big over, free 2",
     ]
 
 
@@ -92,33 +104,38 @@ def test_slots_with_two_slot_cases_run_them_one_at_a_time() -> None:
     async def scenario() -> int:
         slots, running, most = Slots(2), 0, 0
 
-        async def case() -> None:
+        async def case(job_run: JobRun) -> None:
             nonlocal running, most
-            async with slots.held(2):
-                running += 1
-                most = max(most, running)
-                await asyncio.sleep(0.01)
-                running -= 1
+            await slots.start(job_run)
+            running += 1
+            most = max(most, running)
+            await asyncio.sleep(0.01)
+            running -= 1
+            slots.give_back(job_run)
 
-        await asyncio.gather(*(case() for _ in range(4)))
-        assert slots.used == 0
+        cases = [slots.take(sized(2, job_id=n)) for n in range(4)]
+        await asyncio.gather(*(case(job_run) for job_run in cases))
+        assert (slots.used, slots.running) == (0, 0)
         return most
 
     assert asyncio.run(scenario()) == 1
 
 
 def test_a_waiting_case_cancelled_gives_its_turn_to_the_next() -> None:
-    async def scenario() -> int:
+    async def scenario() -> bool:
         slots = Slots(2)
-        slots.take(2)
-        first = asyncio.create_task(slots.acquire(2))
-        second = asyncio.create_task(slots.acquire(1))
-        await asyncio.sleep(0.01)
-        first.cancel()
-        await asyncio.sleep(0.01)
-        slots.give(2)
-        taken = await second
-        assert slots.used == 1 and slots.free() == 1
-        return taken
+        running = slots.take(sized(2))
+        await slots.start(running)
+        first = slots.take(sized(2, job_id=2))
+        second = slots.take(sized(1, job_id=3))
+        first_waits = asyncio.create_task(slots.start(first))
+        second_waits = asyncio.create_task(slots.start(second))
+        await asyncio.sleep(0)
+        first_waits.cancel()
+        slots.give_back(first)  # as the job's task does on its way out
+        slots.give_back(running)
+        await second_waits
+        assert (slots.used, slots.running) == (1, 1)
+        return second.started
 
-    assert asyncio.run(scenario()) == 1
+    assert asyncio.run(scenario())

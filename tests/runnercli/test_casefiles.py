@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from runnercli.casefiles import CASE_OVER, KEPT_HERE, CaseFiles
+from runnercli.case.files.rendezvous import CASE_OVER, KEPT_HERE, CaseFiles
 from runnercli.protocol import BlobHoldings, FsRequest
-from runnercli.redact import Redactor
 from runnercli.session import Session
+from runnercli.text.redact import Redactor
 from tests.runnercli.conftest import make_job
 from tests.runnercli.fakes import FakeClient, fake_session, held, said
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runnercli.backoff import Backoff
+from runnercli.case.consent.trust import Entry, HarnessId
+from runnercli.client.backoff import Backoff
 from runnercli.config import (
     ConfigError,
     RunnerConfig,
@@ -21,7 +22,6 @@ from runnercli.config import (
     merge_capabilities,
     os_name,
 )
-from runnercli.trust import Entry, HarnessId
 from tests.runnercli.conftest import make_job
 
 

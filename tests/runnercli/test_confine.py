@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runnercli.confine import (
+from runnercli.case.confine import (
     ConfineError,
     describe,
     inside,

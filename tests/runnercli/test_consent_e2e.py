@@ -25,7 +25,7 @@ from django.test import Client
 from accounts.services import api_key_create
 from scorecards.models import Membership, Role
 from scorecards.services import dataset_create, harness_create
-from tests.live import daphne, runner_cli, scheduler
+from tests.live import daphne, runner_cli, scheduler, sealed_host
 from tests.runnercli.test_e2e import Api, wait_output
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -84,6 +84,7 @@ def on_a_terminal(tmp_path: Path, name: str, *args: str) -> pexpect.spawn:
         "EVERDICT_RUNNER_CONFIG": str(tmp_path / f"{name}.json"),
         "NO_COLOR": "1",
         "TERM": "xterm",
+        **sealed_host(tmp_path),
     }
     return pexpect.spawn(
         sys.executable,

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from runnercli.case.delivery.reports import Delivery
+from runnercli.case.delivery.spool import Spool
 from runnercli.client import ServerBusy, ServerUnavailable, ToolCallError
-from runnercli.delivery import Delivery
 from runnercli.protocol import (
     FAIL_MESSAGE_CHARS,
     MAX_RELEASE_REASON_CHARS,
@@ -21,7 +22,6 @@ from runnercli.protocol import (
     ToolFailure,
 )
 from runnercli.session import Session
-from runnercli.spool import Spool
 from tests.runnercli.conftest import make_job
 from tests.runnercli.fakes import fake_client, fake_session, held, said
 

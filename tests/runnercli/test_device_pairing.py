@@ -190,7 +190,7 @@ def test_the_cli_waits_longer_when_told_to_slow_down(
 ) -> None:
     """The CLI's own polling loop against the real server, its sleeps cut short until the
     server says slow_down: it must then wait 5 s more, which is let through in full."""
-    from runnercli.device import device_pair
+    from runnercli.client.device import device_pair
 
     key = api_key_create(user=alice).key
     asked: list[float] = []

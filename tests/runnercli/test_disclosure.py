@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runnercli.prompt import describe, one_line
+from runnercli.case.consent.prompt import describe, one_line
 from runnercli.protocol import CaseJob, HarnessSpec, harness_digest
 from tests.runnercli.conftest import make_job
 

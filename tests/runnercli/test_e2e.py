@@ -26,11 +26,11 @@ import pytest
 
 from accounts.services import api_key_create
 from runnercli.protocol import PROTOCOL_VERSION
-from runnercli.updates import update_command
 from runners.models import JobAttempt, RunnerJob
 from scorecards.models import CaseResult
 from scorecards.services import dataset_create, harness_create
 from tests.live import (
+    ROOT,
     LiveServer,
     Proc,
     daphne,
@@ -42,6 +42,8 @@ from tests.live import (
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 LEASE_TTL_S = 3
+# This checkout is installed editable (`make install`): it updates by pulling and installing.
+UPDATE_COMMAND = f"cd {ROOT} && git pull && make install"
 FINISHED = {"succeeded", "failed", "canceled"}
 
 
@@ -422,7 +424,7 @@ def test_doctor_reports_the_runner_and_an_outdated_runner_is_told_to_upgrade(
         assert doctor.popen.wait(30) == 4
         runner = runner_cli(tmp_path, ["run", *args], name="old")
         assert runner.popen.wait(30) == 4
-        assert f"upgrade it with `{update_command()}`" in runner.output()
+        assert f"upgrade it with `{UPDATE_COMMAND}`" in runner.output()
     with daphne(tmp_path) as server:
         doctor = runner_cli(tmp_path, ["doctor", *args[:1], server.url, *args[2:]], name="ok")
         assert doctor.popen.wait(30) == 0, doctor.output()

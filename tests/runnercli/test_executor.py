@@ -13,9 +13,9 @@ from typing import Any
 import psutil
 import pytest
 
-from runnercli.argv import StartError, render_argv
 from runnercli.case import advisory_usage, run_case
-from runnercli.casefile import CASE_ENV
+from runnercli.case.argv import StartError, render_argv
+from runnercli.case.input import CASE_ENV
 from runnercli.protocol import (
     CaseJob,
     CaseRef,

@@ -31,7 +31,7 @@ from accounts.services import api_key_create
 from scorecards.files.models import CaseFsRequest
 from scorecards.models import Membership, Role
 from scorecards.services import dataset_create, harness_create
-from tests.live import daphne, rest, runner_cli
+from tests.live import daphne, rest, runner_cli, wait_metric
 from tests.mcpgateway.mcp_client import call, error_text, structured
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -291,7 +291,8 @@ def test_a_request_to_one_replica_wakes_the_poll_parked_on_another(
             # Parked on the first replica for 20 s unless woken.
             asked = {"job_ids": [fence], "wait_ms": 20_000}
             polling = pool.submit(call, first.url, token, "poll_case_fs_requests", asked)
-            time.sleep(1)
+            # Its look found no request: from now on only a wake-up brings it one.
+            wait_metric(first.url, "everdict_polls_waiting", 1)
             started = time.monotonic()
             page = pool.submit(fetch, second.url, files, key, key="dir/c0", path="out")
             [request] = structured(polling.result(timeout=30))["requests"]

@@ -9,11 +9,11 @@ import time
 from collections.abc import Callable
 
 from runnercli.case import run_case
+from runnercli.case.heartbeats import Heartbeats
 from runnercli.client import RevokedError, ServerUnavailable
-from runnercli.exits import EXIT_REVOKED
-from runnercli.heartbeats import Heartbeats
-from runnercli.jobrun import JobRun
+from runnercli.console.exits import EXIT_REVOKED
 from runnercli.protocol import CaseJob, CaseResult, HeartbeatAck, Lease
+from runnercli.session import JobRun
 from tests.runnercli.conftest import make_job
 from tests.runnercli.fakes import fake_client, fake_session, held, said
 

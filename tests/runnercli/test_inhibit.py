@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from runnercli.inhibit import Held, Inhibitor, InhibitorStatus, inhibitor_command
-from runnercli.pidfile import process_start
+from runnercli.laptop.inhibit import Held, Inhibitor, InhibitorStatus, inhibitor_command
+from runnercli.laptop.pidfile import process_start
 
 FAKE_INHIBIT = """#!/bin/sh
 printf '%s\\n' "$@" > "{record}/argv.$$"
@@ -103,7 +103,7 @@ def test_it_is_held_from_the_first_case_to_the_end_of_the_last(tmp_path: Path) -
 PARENT = textwrap.dedent(
     """
     import asyncio, sys
-    from runnercli.inhibit import Inhibitor
+    from runnercli.laptop.inhibit import Inhibitor
 
     async def main():
         inhibitor = Inhibitor(platform="linux", path=sys.argv[1])
@@ -181,10 +181,10 @@ def test_an_inhibitor_that_exits_at_once_is_unavailable_with_its_reason(tmp_path
     assert len(said) == 1
 
 
+@pytest.mark.systemd
 def test_the_real_systemd_inhibit_holds_or_says_why_not(tmp_path: Path) -> None:
     real = shutil.which("systemd-inhibit")
-    if real is None:
-        pytest.skip("no systemd-inhibit on this machine")
+    assert real is not None, "a test marked `systemd` runs where systemd-inhibit is"
     bus = subprocess.run([real, "--list"], capture_output=True, timeout=10, check=False)
     said: list[str] = []
 

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import psutil
 
+from runnercli.case.consent.decide import Consent
+from runnercli.case.consent.settings import ConsentSettings
+from runnercli.case.delivery.ratelimit import Pauses
+from runnercli.case.delivery.reports import Delivery
+from runnercli.case.heartbeats import Heartbeats
+from runnercli.case.jobs import Jobs
 from runnercli.client import ToolCallError
-from runnercli.consent import Consent
-from runnercli.delivery import Delivery
-from runnercli.heartbeats import Heartbeats
-from runnercli.job import Jobs
-from runnercli.options import ConsentSettings
 from runnercli.protocol import CaseJob, HeartbeatAck
-from runnercli.ratelimit import Pauses
 from runnercli.session import Session
 from runnercli.slots import Slots
 from tests.runnercli.conftest import make_job

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from runnercli.case.collect import Collect
 from runnercli.case.execute import Execute
-from runnercli.case.judge import BillingWarning, Judge
+from runnercli.case.judge.stage import BillingWarning, Judge
 from runnercli.case.pipeline import CaseContext, Pipeline
 from runnercli.protocol import CaseJob, JudgeInput
 from tests.runnercli.conftest import make_job
@@ -57,7 +57,7 @@ def test_a_billing_key_is_warned_of_once_per_session() -> None:
 
 
 def test_the_consent_prompt_says_a_judge_job_reads_the_expected_answer() -> None:
-    from runnercli.disclosure import world_lines
+    from runnercli.case.consent.disclosure import world_lines
 
     lines = world_lines(judge_job())
     assert any("judging:" in line and "expected answer" in line for line in lines)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from runnercli.exits import EXIT_NOT_REPORTED
-from runnercli.leases import LeaseBatch
-from runnercli.loop import RunnerLoop
-from runnercli.options import ConsentSettings
+from runnercli.case.consent.settings import ConsentSettings
+from runnercli.client.grants import LeaseBatch
+from runnercli.commands.loop import RunnerLoop
+from runnercli.console.exits import EXIT_NOT_REPORTED
 from runnercli.protocol import Ack, CaseJob, Lease, LeaseGrant
 from tests.runnercli.conftest import make_job
 from tests.runnercli.fakes import FakeClient, fake_client, fake_runner, said

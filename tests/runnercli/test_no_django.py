@@ -65,9 +65,9 @@ def test_the_cli_installed_alone_runs_with_no_django_present(tmp_path: Path) -> 
 
     every_module = _run(
         [python, "-c",
-         "import sys, runnercli.cli, runnercli.loop, runnercli.job, runnercli.caselog,"
-         " runnercli.results, runnercli.backoff, runnercli.exits, runnercli.client,"
-         " runnercli.case.execute;"
+         "import sys, runnercli.cli, runnercli.commands.loop, runnercli.case.jobs,"
+         " runnercli.case.log, runnercli.case.delivery.batches, runnercli.client.backoff,"
+         " runnercli.console.exits, runnercli.client, runnercli.case.execute;"
          "server = {'django', 'everdict', 'runners', 'scorecards', 'mcpgateway'};"
          "print(sorted(m for m in sys.modules if m.split('.')[0] in server))"],
     )  # fmt: skip

@@ -7,8 +7,8 @@ import asyncio
 import time
 from datetime import datetime
 
-from runnercli.delivery import Delivery
-from runnercli.ratelimit import Pauses, RateLimited, clock
+from runnercli.case.delivery.ratelimit import Pauses, RateLimited, clock
+from runnercli.case.delivery.reports import Delivery
 from tests.runnercli.conftest import make_job
 from tests.runnercli.fakes import fake_client, fake_runner, fake_session, held, said
 

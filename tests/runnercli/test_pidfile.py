@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from runnercli.commands.drain import drain
-from runnercli.pidfile import (
+from runnercli.laptop.pidfile import (
     AlreadyRunning,
     Pidfile,
     ProcessId,
@@ -33,7 +33,7 @@ from runnercli.pidfile import (
 RUNNER = textwrap.dedent(
     """
     import pathlib, signal, sys, time
-    from runnercli.pidfile import Pidfile, pidfile_path
+    from runnercli.laptop.pidfile import Pidfile, pidfile_path
 
     config, record, mode = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
 

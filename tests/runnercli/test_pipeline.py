@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runnercli.argv import StartError
+from runnercli.case.argv import StartError
 from runnercli.case.collect import Collect
 from runnercli.case.execute import Execute
 from runnercli.case.pipeline import (
@@ -27,14 +27,19 @@ from runnercli.case.pipeline import (
     CaseEnded,
     Failed,
     HandedBack,
+    MissingGiven,
     Pipeline,
+    PipelineError,
     Stage,
 )
 from runnercli.case.prepare import Prepare
+from runnercli.case.redact import Redact
 from runnercli.case.streams import Lines
+from runnercli.case.trace.stage import Trace
 from runnercli.protocol import CaseJob
+from runnercli.text.redact import Redactor
 from tests.runnercli.conftest import make_job
-from tests.runnercli.fakes import held
+from tests.runnercli.fakes import FakeClient, held
 
 Script = Callable[[str], list[str]]
 
@@ -332,3 +337,25 @@ def test_a_stage_ends_the_running_case_with_its_reason_and_the_harness_goes(
     assert case.result is None  # not a result: the case ends with the service's reason
     assert events == ["start a", "cleanup a"]
     assert gone(int(seen.read_text().split()[0]))
+
+
+def test_a_pipeline_with_a_stage_before_what_it_needs_is_refused_when_built() -> None:
+
+    with pytest.raises(PipelineError, match="the trace stage needs the case's directory"):
+        Pipeline([Trace(FakeClient()), Prepare(), Execute(), Collect()])
+    with pytest.raises(PipelineError, match="the execute stage needs the case's directory"):
+        Pipeline([Execute(), Prepare(), Collect()])
+    with pytest.raises(PipelineError, match="the collect stage needs how the harness's run ended"):
+        Pipeline([Prepare(), Collect(), Execute()])
+    with pytest.raises(PipelineError, match="the redact stage needs the case's result"):
+        Pipeline([Prepare(), Execute(), Redact(Redactor(["s"])), Collect()])
+    Pipeline([Prepare(), Trace(FakeClient()), Execute(), Collect(), Redact(Redactor(["s"]))])
+
+
+def test_the_case_directory_read_before_a_stage_gave_it_says_so(script: Script) -> None:
+
+    case = context(make_job(script("print('hi')")))
+    with pytest.raises(MissingGiven, match="gives the case's directory"):
+        _ = case.directory
+    case.directory = Path("/tmp")
+    assert case.workdir == Path("/tmp")

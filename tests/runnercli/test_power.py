@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from runnercli.power import (
+from runnercli.laptop.power import (
     OnBattery,
     PowerState,
     PowerWatcher,

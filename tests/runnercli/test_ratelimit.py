@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
+from runnercli.case.delivery.ratelimit import DEFAULT_RETRY_AFTER_S, MAX_RETRY_AFTER_S, rate_limited
 from runnercli.protocol import CaseResult, RetryOn
-from runnercli.ratelimit import DEFAULT_RETRY_AFTER_S, MAX_RETRY_AFTER_S, rate_limited
 
 
 def finished(exit_code: int = 0, output: str = "", stderr: str = "") -> CaseResult:

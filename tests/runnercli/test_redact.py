@@ -1,12 +1,11 @@
-"""Redaction with the member's RE2 patterns: what is marked, what is refused, how fast."""
+"""Redaction with the member's RE2 patterns: what is marked, what is refused (how fast:
+bench/redaction.py)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from runnercli.redact import RedactError, Redactor
+from runnercli.text.redact import RedactError, Redactor
 from tests.runnercli.gitrepos import PNG
 
 KEY = "sk-" + "A1b2C3d4" * 4
@@ -72,17 +71,15 @@ def test_a_config_without_patterns_changes_nothing_and_a_bad_key_is_refused() ->
     assert Redactor.of_config({"redact": PATTERNS}).text(KEY) == "[redacted]"
 
 
-def test_a_mebibyte_is_redacted_quickly() -> None:
+def test_a_mebibyte_is_redacted_whole_as_text_and_as_bytes() -> None:
+    # How fast: bench/redaction.py, beside Python's re in the same run.
     redactor = Redactor([*PATTERNS, r"ghp_[A-Za-z0-9]{36}", r"AKIA[0-9A-Z]{16}"])
     line = "lorem ipsum dolor sit amet, consectetur adipiscing elit " * 18 + "\n"
     text = "".join(line if n % 10 else f"{KEY} {line}" for n in range(1100))
     assert len(text) > 1 << 20
-    started = time.perf_counter()
     redacted = redactor.text(text)
     as_bytes = redactor.bytes_if_text(text.encode(), "text/plain")
     clean = redactor.text(text.replace(KEY, "nothing"))
-    elapsed = time.perf_counter() - started
     assert redacted.count("[redacted]") == 110
     assert as_bytes == redacted.encode()
     assert "[redacted]" not in clean
-    assert elapsed < 1.0, elapsed

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from runnercli.caselog import CaseLog
+from runnercli.case.log import CaseLog
 from runnercli.protocol import MAX_LOG_LINE_BYTES, MAX_OUTPUT_BYTES, CaseResult
-from runnercli.redact import Redactor
+from runnercli.text.redact import Redactor
 from tests.runnercli.conftest import make_job
 from tests.runnercli.fakes import FakeClient, fake_client, fake_session
 from tests.runnercli.test_job import handle
@@ -63,7 +63,7 @@ def test_a_redacted_output_stays_within_its_bound(script: Script) -> None:
 
 def test_a_log_line_is_redacted_before_it_is_kept_and_cut_to_its_bound_after() -> None:
     client = FakeClient()
-    log = CaseLog(client, 1, 1, redact=Redactor(["s"]).text)
+    log = CaseLog(client, 1, lambda: 1, redact=Redactor(["s"]).text)
     log.add(f"password is {TOKEN}")
     log.add("s" * MAX_LOG_LINE_BYTES)
     assert log.pending[0] == f"pa[redacted][redacted]word i[redacted] {TOKEN}"

@@ -18,13 +18,16 @@ from runnercli.case.collect import Collect
 from runnercli.case.execute import Execute
 from runnercli.case.pipeline import CaseContext, Failed, Pipeline, Stage
 from runnercli.case.prepare import Prepare
-from runnercli.case.repo import Repo
+from runnercli.case.repo import DIFF_CUT_MARKER, Worktrees
+from runnercli.case.repo.stage import Repo
 from runnercli.protocol import CaseJob, HarnessSpec, harness_digest
-from runnercli.repos import DIFF_CUT_MARKER, Worktrees
-from tests.runnercli.blob_server import BlobServerClient
+from runnercli.session import JobRun
+from runners.models import JobLogLine
+from scorecards.models import CaseResult as CaseResultRow
 from tests.runnercli.fakes import fake_client, fake_session, held
 from tests.runnercli.gitrepos import PNG, PNG2, git, make_checkout, snapshot, worktree_paths
-from tests.runnercli.test_job import handle
+from tests.runnercli.leased import ObservedClient, blob_server, paired_run, session_over, stored
+from tests.runnercli.test_job import handle, jobs
 
 Script = Callable[[str], list[str]]
 NAME = "acme/app"
@@ -336,31 +339,46 @@ def test_a_case_whose_task_is_cancelled_leaves_no_worktree(
     assert case_dirs(cases_root) == []
 
 
+@pytest.mark.e2e
+@pytest.mark.django_db(transaction=True)
 def test_a_leased_job_runs_in_its_worktree_and_its_result_names_the_repo(
-    checkout: Path, cases_root: Path, script: Script
+    alice: Any,
+    workspace: Any,
+    checkout: Path,
+    cases_root: Path,
+    script: Script,
+    tmp_path: Path,
+    blob_dir: Path,
 ) -> None:
-    # A server holding blobs: the case's repo.diff is uploaded before its result names it.
-    client = BlobServerClient()
-    session = fake_session(client, repos={NAME: str(checkout)})
-    assert handle(session, repo_job([*script(READER), "{repo.path}"], "working"))
-    (sent,) = client.of("submit_job_result")
-    result = sent["result"]
-    assert json.loads(result.output)["app"] == "print(2)\n"
+    # The real server: the case's repo.diff is uploaded before its result names it.
+    spec = {"command": [*script(READER), "{repo.path}"], "repo": {"name": NAME, "ref": "working"}}
+    run = paired_run(alice, spec=spec, capabilities=["python", f"repo:{NAME}"])
+
+    async def go() -> bool:
+        async with ObservedClient(server, run.token) as client:
+            [leased] = await client.lease(capabilities=["python", f"repo:{NAME}"])
+            session = session_over(client, repos={NAME: str(checkout)})
+            return await jobs(session).handle(JobRun(leased.job, leased.lease))
+
+    with blob_server(tmp_path, blob_dir) as server:
+        assert asyncio.run(go())
+    [row] = CaseResultRow.objects.filter(run_id=run.run_id)
+    assert json.loads(row.output)["app"] == "print(2)\n"
     # The case changed nothing: its diff is empty, and named all the same.
-    (diff,) = result.artifacts
+    [diff] = row.artifacts.all()
     assert (diff.path, diff.size, diff.media_type) == ("repo.diff", 0, "text/x-diff")
-    assert client.blobs[diff.sha256] == b""
-    assert result.fingerprint.repo.model_dump() == {
+    assert stored(blob_dir, run.workspace_id) == {diff.blob.sha256: b""}
+    assert row.fingerprint["repo"] == {
         "name": NAME,
         "sha": git(checkout, "rev-parse", "HEAD"),
         "dirty": True,
         "base": "working",
     }
-    logged = [line for call in client.of("report_case_log") for line in call["lines"]]
+    logged = list(JobLogLine.objects.filter(run_id=run.run_id).values_list("line", flat=True))
     assert any(
         line.startswith("repo acme/app: its own worktree at HEAD plus the uncommitted changes")
-        for line in logged + result.log_tail
-    )
+        for line in logged
+    ), logged
     assert worktree_paths(checkout) == []
 
 

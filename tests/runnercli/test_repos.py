@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from runnercli.config import config_load
-from runnercli.repos import (
+from runnercli.case.repo import (
     MappingError,
     RepoNameError,
     check_repo_name,
@@ -20,7 +19,8 @@ from runnercli.repos import (
     repo_path,
     repo_remove,
 )
-from runnercli.repos.mapping import config_data_load, config_data_save
+from runnercli.case.repo.mapping import config_data_load, config_data_save
+from runnercli.config import config_load
 from tests.runnercli.gitrepos import make_checkout
 
 

@@ -17,9 +17,9 @@ import pytest
 import uvicorn
 from mcp.server.mcpserver import MCPServer
 
+from runnercli.case.delivery.batches import ResultSender
 from runnercli.client import RunnerClient
 from runnercli.protocol import Ack, CaseResult, LeaseGrant, ResultReport
-from runnercli.results import ResultSender
 from runners.models import JobStatus, RunnerJob
 from runners.services import runner_pair
 from tests.live import free_port

@@ -8,7 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from runnercli.screens import Frame, ScreenWatcher, Skipped, is_whole, media_type
+from runnercli.case.screens.watcher import Frame, ScreenWatcher, Skipped, is_whole, media_type
 from tests.runnercli.images import jpeg, noisy_png, png
 from tests.runnercli.recorded import T0
 

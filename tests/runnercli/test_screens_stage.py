@@ -18,7 +18,7 @@ from runnercli.case.collect import Collect
 from runnercli.case.execute import Execute
 from runnercli.case.pipeline import CaseContext, Pipeline
 from runnercli.case.prepare import Prepare
-from runnercli.case.screens import Screens
+from runnercli.case.screens.stage import Screens
 from runnercli.protocol import Ack, Limits
 from tests.runnercli.fakes import FakeClient, held
 from tests.runnercli.images import jpeg, png
@@ -129,7 +129,7 @@ def test_no_screens_keeps_them_here(tmp_path: Path) -> None:
 def test_a_screen_directory_is_reused_emptied_and_never_shows_a_frame_of_another_case(
     tmp_path: Path,
 ) -> None:
-    from runnercli.case.screens import ScreenDirs
+    from runnercli.case.screens.stage import ScreenDirs
 
     dirs = ScreenDirs(tmp_path / "runner")
     (tmp_path / "runner").mkdir()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from runnercli.prompt import describe, one_line
+from runnercli.case.consent.prompt import describe, one_line
 from runnercli.protocol import RUNNER_CONTEXT, HarnessSpec, harness_digest
 from tests.runnercli.fake_server import fake_server, wire_job, writer
 from tests.runnercli.servicejobs import service_job

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from runnercli.services import Inventory, ServiceError, Topologies
-from runnercli.services.engine import LABEL_TOPOLOGY
+from runnercli.case.services import Inventory, ServiceError, Topologies
+from runnercli.case.services.engine import LABEL_TOPOLOGY
 from tests.runnercli.dockerimages import HTTPD, PAGE, busybox_image
 from tests.runnercli.servicejobs import runtime, service_job
 

@@ -1,7 +1,8 @@
 """`service install [--dry-run] | uninstall | status | logs`: the unit systemd reads, the agent
 launchd reads, and the round trip into a temporary home.
 
-The unit is checked by systemd's own `systemd-analyze --user verify`. Where these machines
+The unit is checked by systemd's own `systemd-analyze --user verify` (marked `systemd`: CI sets
+`REQUIRE_SYSTEMD`, so there it fails rather than skips without it). Where these machines
 have no user service manager, the service programs (`systemctl`, `journalctl`, `launchctl`)
 are small scripts on a PATH of the test's own that record how they were called: that is the
 OS boundary, never the project's code.
@@ -12,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import plistlib
-import shutil
 import stat
 import subprocess
 import sys
@@ -22,35 +22,30 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from runnercli.commands.service import service_group
-from runnercli.service import (
+from runnercli.commands.login_service import service_group
+from runnercli.login_service import (
     Backend,
     Host,
     LaunchdAgent,
-    ServiceError,
+    LoginServiceError,
     ServicePaths,
     SystemdUser,
+    login_service_spec,
     render_systemd_unit,
-    service_spec,
 )
-from runnercli.service.units import UNIT_NAME
+from runnercli.login_service.units import UNIT_NAME
+from tests.required import systemd_analyze
 
 # A config path systemd must be told about with care: spaces, a specifier, a variable.
 ODD_DIR = "my runner $HOME %h"
 
 
-def need_systemd_analyze() -> str:
-    found = shutil.which("systemd-analyze")
-    if found:
-        return found
-    if os.environ.get("REQUIRE_SYSTEMD"):
-        pytest.fail("systemd-analyze is required (REQUIRE_SYSTEMD is set) but absent")
-    pytest.skip("systemd-analyze is absent (`make test` installs Debian's systemd)")
-
-
 def verify(unit: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """`systemd-analyze --user verify` of `unit`, with a runtime directory of its own."""
-    analyze = need_systemd_analyze()
+    """`systemd-analyze --user verify` of `unit`, with a runtime directory of its own (a test
+    calling it is marked `systemd`)."""
+    analyze = systemd_analyze()
+    if analyze is None:
+        pytest.fail("systemd-analyze is absent: a test that verifies a unit is marked `systemd`")
     where = tmp_path / "verify"
     where.mkdir(parents=True)
     (where / UNIT_NAME).write_text(unit)
@@ -106,6 +101,7 @@ def dry_run_body(output: str) -> str:
     return "\n".join(lines[1:-1]) + "\n"
 
 
+@pytest.mark.systemd
 def test_the_dry_run_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
     config = paired_config(tmp_path / ODD_DIR)
     done = invoke(
@@ -132,13 +128,14 @@ def test_the_dry_run_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
     assert not (tmp_path / ".config").exists(), "a dry run writes nothing"
 
 
+@pytest.mark.systemd
 def test_a_program_path_with_spaces_and_specifiers_is_quoted_so_systemd_finds_it(
     tmp_path: Path,
 ) -> None:
     odd = tmp_path / "tools $PATH %n"
     odd.mkdir()
     (odd / "python").symlink_to(sys.executable)
-    spec = service_spec(tmp_path / "runner.json", python=str(odd / "python"), env={})
+    spec = login_service_spec(tmp_path / "runner.json", python=str(odd / "python"), env={})
     unit = render_systemd_unit(spec)
     assert f'ExecStart="{tmp_path}/tools $PATH %%n/python" -m runnercli run' in unit
     checked = verify(unit, tmp_path)
@@ -149,14 +146,14 @@ def test_a_program_path_with_spaces_and_specifiers_is_quoted_so_systemd_finds_it
 
 
 def test_a_program_path_systemd_cannot_name_is_refused(tmp_path: Path) -> None:
-    spec = service_spec(tmp_path / "runner.json", python='/opt/my "py"/python', env={})
-    with pytest.raises(ServiceError, match="quotes, backslashes"):
+    spec = login_service_spec(tmp_path / "runner.json", python='/opt/my "py"/python', env={})
+    with pytest.raises(LoginServiceError, match="quotes, backslashes"):
         render_systemd_unit(spec)
 
 
 def test_the_unit_carries_the_members_path_and_nothing_secret(tmp_path: Path) -> None:
     env = {"PATH": "/home/m/.local/bin:/usr/bin", "EVERDICT_RUNNER_TOKEN": "rnr_secret"}
-    unit = render_systemd_unit(service_spec(tmp_path / "runner.json", env=env))
+    unit = render_systemd_unit(login_service_spec(tmp_path / "runner.json", env=env))
     assert "Environment=PATH=/home/m/.local/bin:/usr/bin" in unit.splitlines()
     assert "rnr_secret" not in unit
 

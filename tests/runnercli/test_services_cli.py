@@ -13,8 +13,8 @@ from typing import Any
 import psutil
 import pytest
 
-from runnercli.services import Records, Runtime, Topologies
-from runnercli.services.records import services_dir_for
+from runnercli.case.services import Records, Runtime, Topologies
+from runnercli.case.services.records import services_dir_for
 from tests.runnercli.servicejobs import service_job, web
 
 DEAD_RUNNER = f"{2**22}:1"  # above the kernel's pid_max: no such process

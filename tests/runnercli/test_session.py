@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from runnercli.exits import EXIT_REVOKED, RunnerExit
+from runnercli.console.exits import EXIT_REVOKED, RunnerExit
 from tests.runnercli.conftest import make_job
 from tests.runnercli.fakes import fake_runner, fake_session, held, said
 

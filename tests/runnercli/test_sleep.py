@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from runnercli.heartbeats import (
+from runnercli.case.heartbeats import (
     KEPT,
     LOST,
     RESUMED,

@@ -6,8 +6,8 @@ import os
 import stat
 from pathlib import Path
 
+from runnercli.case.delivery.spool import Spool, spool_dir_for
 from runnercli.protocol import CaseResult, ResultReport
-from runnercli.spool import Spool, spool_dir_for
 
 
 def report(job_id: int, epoch: int = 1) -> ResultReport:

@@ -8,8 +8,8 @@ import stat
 import subprocess
 from pathlib import Path
 
-from runnercli.pidfile import ProcessId, process_start
-from runnercli.state import (
+from runnercli.laptop.pidfile import ProcessId, process_start
+from runnercli.laptop.state import (
     StateFile,
     read_state,
     report_lines,

@@ -16,7 +16,7 @@ from runners.models import Runner
 from runners.services import runner_pair
 from scorecards.models import Run
 from scorecards.services import harness_create
-from tests.live import ROOT, LiveServer, daphne, runner_cli
+from tests.live import ROOT, LiveServer, daphne, runner_cli, sealed_host
 from tests.suites import ECHO_SPEC, suite
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -33,9 +33,15 @@ BROKEN_SPEC = {
 }
 
 
-def submit(server: LiveServer, key: str, *args: str, timeout: float = 120) -> Any:
+def submit(
+    server: LiveServer, key: str, *args: str, timeout: float = 120, here: Path | None = None
+) -> Any:
+    """`python -m runnercli submit …`; with `--here`, its runner on a host sealed from this
+    machine's (`sealed_host` under `here`)."""
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     env.update({"EVERDICT_API_KEY": key, "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"})
+    if here is not None:
+        env.update(sealed_host(here))
     return subprocess.run(
         [
             sys.executable,
@@ -140,6 +146,7 @@ def test_fail_under_fails_a_run_below_the_threshold(acme: str, alice: Any, tmp_p
             "2",
             "--fail-under",
             "0.9",
+            here=tmp_path,
         )
     assert under.returncode == 1, under.stdout + under.stderr
     assert "mean pass fraction 66.7%" in under.stdout
@@ -150,7 +157,9 @@ def test_here_runs_the_cases_on_this_machine_and_leaves_no_runner_paired(
     acme: str, alice: Any, tmp_path: Path
 ) -> None:
     with daphne(tmp_path) as server:
-        done = submit(server, acme, "--harness", "echo", "--dataset", "echo", "--here")
+        done = submit(
+            server, acme, "--harness", "echo", "--dataset", "echo", "--here", here=tmp_path
+        )
 
     assert done.returncode == 0, done.stdout + done.stderr
     run = Run.objects.get()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 
-from runnercli.prompt import describe, how_it_runs
-from runnercli.status import StatusLine
-from runnercli.terminal import clean, quote_argv
+from runnercli.case.consent.prompt import describe, how_it_runs
+from runnercli.console.status import StatusLine
+from runnercli.console.terminal import clean, quote_argv
 from tests.runnercli.conftest import make_job
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runnercli.tools import ToolVersions, probe, tools_of, version_of
+from runnercli.case.tools import ToolVersions, probe, tools_of, version_of
 from tests.runnercli.conftest import make_job
 
 

@@ -8,8 +8,8 @@ import re
 import pytest
 from pydantic import ValidationError
 
-from runnercli.trace import Draft, TraceBatcher, TraceEvent
-from runnercli.trace.events import MAX_TRACE_EVENT_BYTES, bounded_data, encode, event_from
+from runnercli.case.trace import Draft, TraceBatcher, TraceEvent
+from runnercli.case.trace.events import MAX_TRACE_EVENT_BYTES, bounded_data, encode, event_from
 from tests.runnercli.recorded import T0
 
 SECRET = "sk-live-4f9a8b7c6d5e4f3a2b1c"

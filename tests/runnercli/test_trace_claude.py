@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from runnercli.trace import ClaudeStreamParser, CurrentStep, TraceBatcher, stream_parser
+from runnercli.case.trace import ClaudeStreamParser, CurrentStep, TraceBatcher, stream_parser
 from tests.runnercli.recorded import T0, every_split, feed_at, recorded_lines
 
 SESSION = recorded_lines("claude_stream.jsonl")

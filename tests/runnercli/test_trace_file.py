@@ -10,8 +10,8 @@ import textwrap
 import time
 from pathlib import Path
 
-from runnercli.trace import CurrentStep, Draft, TraceBatcher, TraceFileFollower
-from runnercli.trace.tracefile import TraceLineParser
+from runnercli.case.trace import CurrentStep, Draft, TraceBatcher, TraceFileFollower
+from runnercli.case.trace.tracefile import TraceLineParser
 from tests.runnercli.recorded import T0
 
 WRITER = textwrap.dedent(

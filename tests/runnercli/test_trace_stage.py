@@ -22,11 +22,11 @@ from runnercli.case.collect import Collect
 from runnercli.case.execute import Execute
 from runnercli.case.pipeline import CaseContext, Pipeline, Stage
 from runnercli.case.prepare import Prepare
-from runnercli.case.trace import Trace
+from runnercli.case.trace.outbox import TraceOutbox
+from runnercli.case.trace.stage import Trace
 from runnercli.client import ServerUnavailable
 from runnercli.protocol import CaseJob, HarnessSpec, TraceAck, harness_digest
-from runnercli.redact import Redactor
-from runnercli.traces import TraceOutbox
+from runnercli.text.redact import Redactor
 from tests.runnercli.fakes import FakeClient, fake_session, held
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from runnercli.case.consent.trust import Entry, HarnessId, TrustError, TrustStore, server_key
 from runnercli.cli import cli
 from runnercli.config import RunnerConfig, config_save
-from runnercli.trust import Entry, HarnessId, TrustError, TrustStore, server_key
 
 SERVER = "http://127.0.0.1:8000"
 ECHO_3 = HarnessId("acme", "echo", 3)

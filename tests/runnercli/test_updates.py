@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from runnercli import updates
-from runnercli.updates import installed_version, is_newer, update_advice, update_command
+from runnercli.laptop import updates
+from runnercli.laptop.updates import installed_version, is_newer, update_advice, update_command
 
 ORDERED = [
     "0.9",
@@ -50,7 +50,7 @@ def test_without_packaging_the_small_compare_decides(tmp_path: Path) -> None:
     # A fresh interpreter in which `packaging` cannot be imported, as in a bare install.
     code = (
         "import sys; sys.modules['packaging'] = None\n"
-        "from runnercli.updates import is_newer\n"
+        "from runnercli.laptop.updates import is_newer\n"
         "print(is_newer('0.2.0', '0.1.9'), is_newer('1.0rc1', '1.0'), is_newer('x', '1'))"
     )
     done = subprocess.run(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from runnercli.repos import DIFF_CUT_MARKER, RepoError, Worktree, Worktrees, repo_diff
+from runnercli.case.repo import DIFF_CUT_MARKER, RepoError, Worktree, Worktrees, repo_diff
 from tests.runnercli.gitrepos import PNG, PNG2, git, make_checkout, snapshot, worktree_paths, write
 
 NAME = "acme/app"
@@ -174,7 +174,7 @@ def test_four_concurrent_cases_of_one_repo_each_get_their_own_worktree(
 ADDER = """
 import asyncio, sys
 from pathlib import Path
-from runnercli.repos import Worktrees
+from runnercli.case.repo import Worktrees
 
 asyncio.run(Worktrees().add(name="acme/app", checkout=Path(sys.argv[1]),
                             case_dir=Path(sys.argv[2]), ref=sys.argv[3]))
@@ -296,7 +296,7 @@ def test_a_diff_past_its_limit_is_cut_at_a_line_end_with_a_marker(
 HOLDER = """
 import asyncio, sys
 from pathlib import Path
-from runnercli.repos import Worktrees
+from runnercli.case.repo import Worktrees
 
 async def main():
     await Worktrees().add(name="acme/app", checkout=Path(sys.argv[1]), case_dir=Path(sys.argv[2]),

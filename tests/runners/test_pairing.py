@@ -15,7 +15,7 @@ from django.test import Client
 from django.utils import timezone
 
 from accounts.services import api_key_create
-from runnercli.device_protocol import USER_CODE_RE
+from runnercli.protocol.device import USER_CODE_RE
 from runners.models import DevicePairing, PairingMethod, Runner
 from runners.services import runner_authenticate
 

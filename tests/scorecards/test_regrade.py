@@ -3,7 +3,6 @@ its grader or another version's, with no job leased; earlier verdicts kept in th
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -55,13 +54,11 @@ def test_a_changed_regex_grader_rescores_1000_stored_results_without_leasing_a_j
     regex = harness_create(user=alice, workspace_slug="acme", name="bulk", spec=REGEX)
     queue_before = _queue(run)
 
-    began = time.monotonic()
+    # How fast: bench/grading.py, beside grading the same outputs in memory.
     done = run_regrade(user=bob, run_id=run.pk, harness_version=regex.version)
-    took = time.monotonic() - began
 
     assert (done.regraded, done.changed, done.kept) == (1000, 500, 0)
     assert done.summary["pass"] == 500 and done.summary["fail"] == 500
-    assert took < 5
     assert _queue(run) == queue_before
     assert not JobAttempt.objects.filter(job__run=run).exists()
     run.refresh_from_db()

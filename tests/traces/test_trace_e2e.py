@@ -22,7 +22,8 @@ from urllib.parse import quote
 import pytest
 
 from accounts.services import api_key_create
-from runnercli.trace import stream_parser
+from runnercli.case.trace import stream_parser
+from runners.models import AttemptStatus, JobAttempt
 from scorecards.services import dataset_create, harness_create
 from tests.live import LiveServer, daphne, free_port, runner_cli, scheduler
 from tests.runnercli.test_e2e import Api
@@ -300,8 +301,13 @@ def test_a_runner_killed_while_its_trace_waited_sends_every_event_once_after_a_r
         runner.stop(signal.SIGKILL)
         (kept,) = spool.glob("*.trace.jsonl")
         assert oct(kept.stat().st_mode & 0o777) == "0o600"
-        # Past the lease: it lapses; the runner's next start takes it back with its result.
-        time.sleep(LEASE_TTL_S + 1)
+        # Past the lease: the scheduler lets it lapse (its attempt expired, the job queued
+        # again at the same epoch); the runner's next start takes it back with its result.
+        attempts = JobAttempt.objects.filter(job__run_id=run_id)
+        deadline = time.monotonic() + LEASE_TTL_S + 30
+        while not attempts.filter(status=AttemptStatus.EXPIRED).exists():
+            assert time.monotonic() < deadline, list(attempts.values("status"))
+            time.sleep(0.1)
         with daphne(tmp_path, port=port, **env):
             again = runner_cli(tmp_path, ["run", "--wait-ms", "2000"], name="laptop")
             try:
@@ -314,6 +320,8 @@ def test_a_runner_killed_while_its_trace_waited_sends_every_event_once_after_a_r
             finally:
                 again.stop()
     assert run["status"] == "succeeded", (run, again.output())
+    # Resumed, not leased again: the one attempt that lapsed is the one that succeeded.
+    assert list(attempts.values_list("status", flat=True)) == [AttemptStatus.SUCCEEDED]
     assert "sending the trace of 1 case(s) kept earlier" in again.output()
     assert [e["seq"] for e in trace["events"]] == [0, 1, 2, 3, 4]
     assert [e["kind"] for e in trace["events"]] == [

@@ -1,0 +1,229 @@
+"""Upload a blob to the job's workspace: only what the server lacks, resumed where it stands.
+
+`have_blobs` first: a blob the workspace holds already (the same file from an earlier case)
+is not sent at all, and a partial upload resumes from the bytes the server holds. Then
+`put_blob` chunks of `limits.max_blob_chunk_bytes`, base64 on the wire, the last one `final`
+(the server checks the digest of the whole before it keeps anything). A dropped connection or
+a server restart is waited out with backoff, like a result's delivery; then the server is
+asked again where the upload stands, so nothing it holds is sent twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from runnercli.case.artifacts.calls import have_blobs, put_blob
+from runnercli.case.artifacts.shelf import Shelf, Source
+from runnercli.client import RunnerClient, RunnerError, ServerUnavailable, ToolCallError
+from runnercli.client.backoff import Backoff
+from runnercli.protocol import BlobHoldings, JobFence, ResultReport
+
+# How long an upload waits for a server it cannot reach before giving up (the result still
+# names the blob: delivering it uploads the blob again when the server says it lacks it).
+UPLOAD_PATIENCE_S = 600.0
+UPLOAD_BACKOFF_CAP_S = 10.0
+# A server that keeps moving the resume point without progress is not followed for ever.
+MAX_RESUMES = 5
+# Blobs sent at once (each one's chunks go in order): the runner encodes one chunk while
+# the server stores another.
+UPLOADS_AT_ONCE = 4
+
+
+class UploadRefused(Exception):
+    """The server refused the blob for good (over its limit, a digest that does not match,
+    the lease lost); the message is its reason."""
+
+
+@dataclass
+class Uploaded:
+    """What an upload did: the chunks it sent and their bytes (none when the server held the
+    blob already)."""
+
+    sha256: str
+    chunks: int = 0
+    sent_bytes: int = 0
+
+    @property
+    def held_already(self) -> bool:
+        return self.chunks == 0
+
+
+def read_chunk(source: Source, offset: int, size: int) -> bytes:
+    if isinstance(source, bytes):
+        return source[offset : offset + size]
+    with source.open("rb") as handle:
+        handle.seek(offset)
+        return handle.read(size)
+
+
+async def upload(
+    client: RunnerClient,
+    fence: JobFence,
+    source: Source,
+    sha256: str,
+    size: int,
+    media_type: str = "application/octet-stream",
+    *,
+    holdings: BlobHoldings | None = None,
+    abort: asyncio.Event | None = None,
+    patience_s: float = UPLOAD_PATIENCE_S,
+) -> Uploaded:
+    """Make the job's workspace hold the blob `sha256` (`size` bytes of `source`). The media
+    type is named by the result, not by the upload. Raise UploadRefused when the server
+    refuses it, ServerUnavailable when it stayed out of reach past `patience_s` (or `abort`
+    was set)."""
+    done = Uploaded(sha256)
+    waiting = _Waiting(abort, patience_s)
+    offset = None if holdings is None else _resume_at(holdings, sha256)
+    resumes = 0
+    while True:
+        try:
+            if offset is None:
+                offset = _resume_at(await have_blobs(client, fence, [sha256]), sha256)
+            if offset < 0:
+                return done
+            offset = await _send_from(client, fence, source, sha256, size, offset, done)
+            if offset < 0:
+                return done
+            resumes += 1
+            if resumes > MAX_RESUMES:
+                raise UploadRefused(f"the server keeps moving where blob {sha256} resumes")
+        except ServerUnavailable:
+            if not await waiting.wait():
+                raise
+            offset = None
+
+
+@dataclass(frozen=True)
+class Blob:
+    """One blob to upload: where its bytes are, its digest and size."""
+
+    source: Source
+    sha256: str
+    size: int
+
+
+async def upload_many(
+    client: RunnerClient,
+    fence: JobFence,
+    blobs: Sequence[Blob],
+    *,
+    holdings: BlobHoldings | None = None,
+    abort: asyncio.Event | None = None,
+    at_once: int = UPLOADS_AT_ONCE,
+) -> list[Uploaded | RunnerError | UploadRefused]:
+    """Upload several blobs, `at_once` at a time; for each, what its upload did or why it
+    did not (UploadRefused, ServerUnavailable, ToolCallError), in order."""
+    gate = asyncio.Semaphore(max(1, at_once))
+
+    async def one(blob: Blob) -> Uploaded | RunnerError | UploadRefused:
+        async with gate:
+            try:
+                return await upload(
+                    client,
+                    fence,
+                    blob.source,
+                    blob.sha256,
+                    blob.size,
+                    holdings=holdings,
+                    abort=abort,
+                )
+            except (RunnerError, UploadRefused) as exc:
+                return exc
+
+    return list(await asyncio.gather(*(one(blob) for blob in blobs)))
+
+
+def _resume_at(holdings: BlobHoldings, sha256: str) -> int:
+    """Where the upload starts: -1 when the workspace holds the blob already."""
+    if sha256 not in holdings.missing:
+        return -1
+    return holdings.partial.get(sha256, 0)
+
+
+async def _send_from(
+    client: RunnerClient,
+    fence: JobFence,
+    source: Source,
+    sha256: str,
+    size: int,
+    offset: int,
+    done: Uploaded,
+) -> int:
+    """Send chunks from `offset` to the end; -1 once the server holds the whole blob, or the
+    offset the server says to resume from."""
+    step = max(1, client.limits.max_blob_chunk_bytes)
+    while True:
+        chunk = await asyncio.to_thread(read_chunk, source, offset, step)
+        final = offset + len(chunk) >= size
+        done.chunks += 1
+        done.sent_bytes += len(chunk)
+        ack = await put_blob(client, fence, sha256, offset, chunk, final)
+        if not ack.accepted:
+            if ack.stored != offset and 0 <= ack.stored < size:
+                return ack.stored  # the server stands elsewhere: resume there
+            raise UploadRefused(ack.reason or "refused")
+        if final:
+            return -1
+        offset = ack.stored
+
+
+class _Waiting:
+    """Backoff while the server is out of reach, within a patience and until an abort."""
+
+    def __init__(self, abort: asyncio.Event | None, patience_s: float) -> None:
+        self.abort = abort or asyncio.Event()
+        self.deadline = time.monotonic() + patience_s
+        self.backoff = Backoff(cap_s=UPLOAD_BACKOFF_CAP_S)
+
+    async def wait(self) -> bool:
+        """Wait before the next try; False when there is no more patience."""
+        if self.abort.is_set() or time.monotonic() > self.deadline:
+            return False
+        delay = min(self.backoff.next_delay(), max(0.0, self.deadline - time.monotonic()))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.abort.wait(), delay)
+        return not self.abort.is_set()
+
+
+async def resend_blobs(
+    client: RunnerClient,
+    shelf: Shelf,
+    report: ResultReport,
+    *,
+    abort: asyncio.Event | None = None,
+    say: Callable[[str], None] = lambda line: None,
+) -> ResultReport:
+    """Upload, from the shelf, the blobs a result names that its job's workspace lacks (the
+    server refused the result for one); the result as it can be sent now — without the
+    artifacts whose bytes are no longer kept here, or that the server refuses."""
+    refs = report.result.artifacts or []
+    fence = JobFence(job_id=report.job_id, lease_epoch=report.lease_epoch)
+    try:
+        holdings = await have_blobs(client, fence, [ref.sha256 for ref in refs])
+    except (ServerUnavailable, ToolCallError):
+        return report  # sent again as it is: the server's answer says what next
+    gone: set[str] = set()
+    for ref in (ref for ref in refs if ref.sha256 in holdings.missing):
+        source = shelf.source(ref.sha256)
+        try:
+            if source is None:
+                raise UploadRefused("its bytes are no longer kept on this machine")
+            say(f"sending artifact {ref.path} again")
+            await upload(
+                client, fence, source, ref.sha256, ref.size, holdings=holdings, abort=abort
+            )
+        except UploadRefused as exc:
+            say(f"✗ artifact {ref.path} left out of the result: {exc}")
+            gone.add(ref.sha256)
+        except (ServerUnavailable, ToolCallError):
+            return report
+    if not gone:
+        return report
+    kept = [ref for ref in refs if ref.sha256 not in gone]
+    result = report.result.model_copy(update={"artifacts": kept or None})
+    return report.model_copy(update={"result": result})

@@ -1,0 +1,141 @@
+"""What the consent question adds for the case's world: each protocol-3 key a harness sets,
+and everything that may leave this machine while and after its cases run.
+
+The keys — the repo and the state of it the case gets, `artifacts` globs, a streamed output
+format, every service in full (image or argv, command, ports, environment, scope), `slots`, a
+judge's command — are in the harness's digest, so what the member allows is what is shown.
+What leaves says which of it the member keeps here this session (`--no-files`,
+`--no-screens`, `--no-trace`) and how many of their `redact` patterns hide what matches.
+Every string from the server is made harmless for the terminal (`runnercli.console.terminal`).
+"""
+
+from __future__ import annotations
+
+from runnercli.console.terminal import clean, quote_arg, quote_argv
+from runnercli.protocol import CaseJob, HarnessSpec, ServiceSpec
+
+INDENT = " " * 15
+REF_WORDS = {
+    "head": "its HEAD commit",
+    "working": "HEAD plus your uncommitted tracked changes",
+    "run": "the commit the run names (metadata.git_sha)",
+}
+STREAM_WORDS = {
+    "claude-stream-json": "Claude's stream-json events, parsed into a trace",
+    "codex-jsonl": "Codex's JSON lines, parsed into a trace",
+}
+
+
+def world_lines(job: CaseJob) -> list[str]:
+    """The protocol-3 keys the harness sets, one fact a line (none for an older harness)."""
+    spec = job.harness.spec
+    lines: list[str] = []
+    if spec.repo is not None:
+        lines.append(
+            f"  repo:        {clean(spec.repo.name)} at {spec.repo.ref}: a worktree of your "
+            f"checkout at {REF_WORDS[spec.repo.ref]} (your checkout is not written to)"
+        )
+    if spec.artifacts is not None:
+        globs = ", ".join(quote_arg(glob) for glob in spec.artifacts)
+        lines.append(f"  artifacts:   {globs} (collected after the case)")
+    if spec.output in STREAM_WORDS:
+        lines.append(f"  output:      {spec.output} ({STREAM_WORDS[spec.output]})")
+    for name, service in sorted((spec.services or {}).items()):
+        lines += _service_lines(name, service)
+    if spec.slots is not None:
+        lines.append(f"  slots:       {spec.slots} of this runner's slots per case")
+    lines += _judge_lines(spec)
+    if job.kind == "judge" and job.judge is not None:
+        lines.append(
+            f"  judging:     case {clean(job.judge.case_key)}: this command reads "
+            "$EVERDICT_JUDGE_FILE (rubric, input, output, expected answer); its output is sent"
+        )
+    return lines
+
+
+def _service_lines(name: str, service: ServiceSpec) -> list[str]:
+    scope = "one per case" if service.scope == "case" else "shared by this version's cases"
+    if service.image is not None:
+        what = f"container {quote_arg(service.image)}"
+        if service.command is not None:
+            what += f", command {quote_argv(service.command)}"
+        what += f", ports {', '.join(map(str, service.ports))} on 127.0.0.1"
+    else:
+        what = f"process {quote_argv(service.run or [])} {_where(service)}, on a free port"
+    lines = [f"  service:     {clean(name)}: {what} ({scope})"]
+    lines += [
+        f"{INDENT}{clean(name)} env {clean(key)}={quote_arg(value)}"
+        for key, value in sorted(service.env.items())
+    ]
+    lines.append(f"{INDENT}{clean(name)} ready: {service.probe_text()}")
+    return lines
+
+
+def _where(service: ServiceSpec) -> str:
+    if service.cwd == "repo":
+        return "in the repo's worktree"
+    if service.cwd == "case" or service.scope == "case":
+        return "in the case's directory"
+    return "in a directory of its own"
+
+
+def _judge_lines(spec: HarnessSpec) -> list[str]:
+    judge = spec.grader.judge
+    if judge is None:
+        return []
+    votes = spec.grader.votes or 1
+    needs = clean(", ".join(judge.capabilities)) or "nothing"
+    return [
+        f"  judge:       {quote_argv(judge.command)}",
+        f"{INDENT}(runs on your runners after each case, with the case's expected answer; "
+        f"{votes} vote{'s' if votes != 1 else ''}, timeout {judge.timeout_s} s, needs {needs})",
+    ]
+
+
+def leaving(job: CaseJob, withheld: frozenset[str] = frozenset()) -> list[str]:
+    """What of a case of this harness may leave the machine, each with whether it is sent."""
+    spec = job.harness.spec
+
+    def unless(kind: str, flag: str, text: str) -> str:
+        return f"{text} — NOT SENT this session ({flag})" if kind in withheld else text
+
+    sent = [
+        "its output, stderr tail and log lines",
+        unless("files", "--no-files", "files of its directory, when a workspace page asks"),
+        unless("screens", "--no-screens", "screens it writes to $EVERDICT_SCREEN_DIR"),
+        unless("trace", "--no-trace", _trace_words(spec)),
+    ]
+    if spec.artifacts is not None:
+        sent.append("the files its artifacts globs match")
+    if spec.repo is not None:
+        sent.append(f"repo.diff: what it changed in {clean(spec.repo.name)}")
+    return sent
+
+
+def _trace_words(spec: HarnessSpec) -> str:
+    if spec.output in STREAM_WORDS:
+        return "its trace: the steps parsed from its stdout and $EVERDICT_TRACE_FILE"
+    return "its trace: the steps it writes to $EVERDICT_TRACE_FILE"
+
+
+def leaving_lines(
+    job: CaseJob, withheld: frozenset[str] = frozenset(), redact_patterns: int = 0
+) -> list[str]:
+    """`leaving` as the lines of the question, and the redaction applied to all of it."""
+    sent = leaving(job, withheld)
+    lines = [f"  leaves:      {sent[0]}"] + [f"{INDENT}{item}" for item in sent[1:]]
+    if redact_patterns:
+        plural = "s" if redact_patterns != 1 else ""
+        lines.append(
+            f"{INDENT}(your {redact_patterns} redact pattern{plural} hide what they match)"
+        )
+    return lines
+
+
+def world_summary(job: CaseJob, withheld: frozenset[str] = frozenset()) -> str:
+    """The protocol-3 keys and what leaves, on one line (for a version allowed already)."""
+    facts = [line.strip() for line in world_lines(job) if not line.startswith(INDENT)]
+    if not facts:
+        return ""
+    kept = f"; not sent: {', '.join(sorted(withheld))}" if withheld else ""
+    return "; ".join(" ".join(fact.split()) for fact in facts) + kept

@@ -1,0 +1,162 @@
+"""Files while it runs (the fs rendezvous): the runner's side.
+
+While any case runs, one `poll_case_fs_requests` long-poll is kept parked for every job held
+(when a case starts or ends, a fresh poll takes over with the new set; the one parked before
+answers whatever it still receives). Each request is answered from the case's working
+directory only: the path resolved and confined to it (`runnercli.case.confine`: no `..`, no
+symlink out, no sibling whose name starts the same), a file over `max_artifact_bytes`
+refused from its metadata before any byte is read, text redacted with the member's `redact`
+patterns, the content uploaded as a blob of the job's workspace, then the answer sent. With
+`--no-files` every request is answered with an error: the member keeps the files here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+
+from runnercli.case.artifacts.globs import media_type
+from runnercli.case.artifacts.upload import UploadRefused, upload
+from runnercli.case.confine import ConfineError, Listing, describe, list_dir, read_file
+from runnercli.case.files.calls import answer_case_fs_request, poll_case_fs_requests
+from runnercli.client import RunnerError, ServerUnavailable
+from runnercli.protocol import MAX_FS_ENTRIES, BlobRef, FsEntry, FsRequest, JobFence
+from runnercli.protocol.world import fs_error
+from runnercli.session import JobRun, Session
+
+# How long one poll stays parked (a fresh one follows at once).
+POLL_WAIT_MS = 25_000
+# A server that cannot be reached is asked again after this long; one that refuses the poll
+# (a server without the fs rendezvous) after much longer.
+RETRY_S = 1.0
+REFUSED_RETRY_S = 30.0
+# An answer is worth sending only while the page still waits for it.
+UPLOAD_PATIENCE_S = 25.0
+KEPT_HERE = "the member keeps this case's files on their machine (the runner runs with --no-files)"
+CASE_OVER = "the case is over: its files are no longer here (its artifacts are on the case page)"
+
+
+class CaseFiles:
+    """The jobs whose working directory may be read now, and the poll that serves them."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.changed = asyncio.Event()
+        # The working directory of each job whose files may be read now, by its id (the
+        # `Files` stage opens it, and closes it before the directory goes).
+        self.workdirs: dict[int, Path] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def open(self, job_run: JobRun, workdir: Path) -> None:
+        self.workdirs[job_run.job.job_id] = workdir
+        self.changed.set()
+
+    def close(self, job_run: JobRun) -> None:
+        self.workdirs.pop(job_run.job.job_id, None)
+        self.changed.set()
+
+    def fences(self) -> list[JobFence]:
+        return [
+            JobFence(job_id=job_id, lease_epoch=job_run.epoch)
+            for job_id, job_run in sorted(self.session.running.items())
+            if job_id in self.workdirs
+        ]
+
+    async def run(self) -> None:
+        """Keep a poll parked while any case runs, until cancelled."""
+        try:
+            while True:
+                fences = self.fences()
+                self.changed.clear()
+                if not fences:
+                    await self.changed.wait()
+                    continue
+                poll = self._spawn(self._poll(fences))
+                changed = asyncio.ensure_future(self.changed.wait())
+                await asyncio.wait([poll, changed], return_when=asyncio.FIRST_COMPLETED)
+                changed.cancel()
+        finally:
+            for task in list(self._tasks):
+                task.cancel()
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _poll(self, fences: list[JobFence]) -> None:
+        try:
+            reply = await poll_case_fs_requests(self.session.client, fences, POLL_WAIT_MS)
+        except ServerUnavailable:
+            await asyncio.sleep(RETRY_S)
+            return
+        except RunnerError:
+            await asyncio.sleep(REFUSED_RETRY_S)
+            return
+        for request in reply.requests:
+            self._spawn(self.answer(request))
+
+    async def answer(self, request: FsRequest) -> None:
+        """Answer one request (a failure to reach the server leaves the page to time out)."""
+        job_run = self.session.running.get(request.job_id)
+        if job_run is None:
+            return  # not held any more: the server refuses any answer for it
+        fence = JobFence(job_id=request.job_id, lease_epoch=job_run.epoch)
+        with contextlib.suppress(RunnerError):
+            await self._answer(request, job_run, fence)
+
+    async def _answer(self, request: FsRequest, job_run: JobRun, fence: JobFence) -> None:
+        client, workdir = self.session.client, self.workdirs.get(request.job_id)
+        if self.session.options.no_files:
+            error = fs_error("kept", KEPT_HERE)
+        elif workdir is None:
+            error = fs_error("not_found", CASE_OVER)
+        else:
+            try:
+                found = await asyncio.to_thread(self._read, workdir, request)
+                if isinstance(found, Listing):
+                    entries = [FsEntry(**entry.to_dict()) for entry in found.entries]
+                    await answer_case_fs_request(client, fence, request.request_id, entries=entries)
+                    return
+                blob = await self._upload(fence, request.path, found)
+                ack = await answer_case_fs_request(client, fence, request.request_id, blob=blob)
+                if ack.accepted:
+                    # The member sees on their terminal each file that left the machine.
+                    self.session.status.event(
+                        f"sent {request.path} ({blob.size} bytes) of {job_run.title} "
+                        "to a workspace page that asked for it"
+                    )
+                return
+            except ConfineError as exc:
+                error = fs_error(exc.reason, str(exc))  # type: ignore[arg-type]
+            except UploadRefused as exc:
+                error = fs_error("refused", f"the server refused the file: {exc}")
+        await answer_case_fs_request(client, fence, request.request_id, error=error)
+
+    def _read(self, workdir: Path, request: FsRequest) -> Listing | bytes:
+        """A directory's listing or a file's content (redacted when it is text)."""
+        if request.op == "list" or describe(workdir, request.path).kind == "dir":
+            return list_dir(workdir, request.path, max_entries=MAX_FS_ENTRIES)
+        limit = self.session.client.limits.max_artifact_bytes
+        data = read_file(workdir, request.path, limit)
+        redactor = self.session.options.redactor
+        return redactor.bytes_if_text(data, media_type(request.path)) if redactor else data
+
+    async def _upload(self, fence: JobFence, path: str, data: bytes) -> BlobRef:
+        digest, kind = hashlib.sha256(data).hexdigest(), media_type(path)
+        await upload(
+            self.session.client,
+            fence,
+            data,
+            digest,
+            len(data),
+            kind,
+            abort=self.session.abort,
+            patience_s=UPLOAD_PATIENCE_S,
+        )
+        return BlobRef(sha256=digest, size=len(data), media_type=kind)

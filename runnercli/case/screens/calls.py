@@ -1,0 +1,29 @@
+"""The runner's call of the case's screen tool (protocol 3), through the client's public
+`call`: `report_case_screen`, fenced by the case's lease."""
+
+from __future__ import annotations
+
+import base64
+
+from runnercli.client.calls import RunnerClient
+from runnercli.protocol import Ack
+
+
+async def report_case_screen(
+    client: RunnerClient,
+    *,
+    job_id: int,
+    lease_epoch: int,
+    media_type: str,
+    data: bytes,
+    taken_at: int,
+) -> Ack:
+    """Send the case's newest frame (PNG or JPEG, at most `limits.max_screen_bytes`)."""
+    args = {
+        "job_id": job_id,
+        "lease_epoch": lease_epoch,
+        "media_type": media_type,
+        "data": base64.b64encode(data).decode("ascii"),
+        "taken_at": taken_at,
+    }
+    return await client.call("report_case_screen", args, Ack)

@@ -1,0 +1,44 @@
+"""A `lease_job` reply read grant by grant: one job this runner cannot read spoils no other."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runnercli.client.grants import parse_lease_reply
+from tests.runnercli.conftest import make_job
+
+
+def grant(job_id: int, **spec_changes: Any) -> dict[str, Any]:
+    job = make_job(["python", "-c", "print(1)"]).model_dump(mode="json")
+    job["job_id"] = job_id
+    job["lease_epoch"] = 3
+    job["harness"]["spec"].update(spec_changes)
+    lease = {"job_id": job_id, "lease_epoch": 3, "lease_ttl_ms": 60_000, "heartbeat_ms": 20_000}
+    return {"job": job, "lease": lease}
+
+
+def test_a_grant_it_cannot_read_is_set_apart_with_its_fence_and_reason() -> None:
+    good, newer, refused = grant(1), grant(2, sandbox="strict"), grant(3, env={"PATH": "/x"})
+    batch = parse_lease_reply(
+        {"job": good["job"], "lease": good["lease"], "jobs": [good, newer, refused]}
+    )
+    # A job setting a refused environment key is read, so that the runner refuses it by name
+    # before anything runs (consent's check, tested end to end in test_consent_wire.py).
+    assert [g.job.job_id for g in batch.grants()] == [1, 3]
+    assert [(u.job_id, u.lease_epoch) for u in batch.unparsed] == [(2, 3)]
+    assert "harness.spec.sandbox: Extra inputs are not permitted" in batch.unparsed[0].reason
+
+
+def test_the_single_job_reply_and_an_empty_one_read_as_before() -> None:
+    one = grant(7)
+    batch = parse_lease_reply({"job": one["job"], "lease": one["lease"], "update_required": False})
+    assert batch.job is not None and batch.job.job_id == 7
+    assert batch.lease is not None and batch.lease.lease_epoch == 3
+    empty = parse_lease_reply({"job": None, "lease": None, "update_required": True})
+    assert (empty.grants(), empty.unparsed, empty.update_required) == ([], [], True)
+
+
+def test_a_grant_without_a_readable_fence_is_still_set_apart() -> None:
+    batch = parse_lease_reply({"jobs": [{"job": "garbage"}, grant(4)]})
+    assert [g.job.job_id for g in batch.grants()] == [4]
+    assert (batch.unparsed[0].job_id, batch.unparsed[0].lease_epoch) == (None, None)
