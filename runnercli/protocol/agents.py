@@ -5,6 +5,11 @@ Written once, read by `make agent-deps` (what to install under `var/node`), by t
 on their PATH is a version these were checked against). Both CLIs are npm wrappers around a
 native binary shipped in a platform package; the tests call that binary directly, since the
 wrappers' install scripts (which would link it) are not run.
+
+Beside each pin, what was verified on it (docs/agents.md has the table, `tests/agentclis` the
+proof): the flags of each `permissions` value, where its login lives when its configuration
+directory moves, the flags that leave a member's own settings out, and how it says a plan
+limit was hit, with the reset time.
 """
 
 from __future__ import annotations
@@ -38,13 +43,26 @@ _CODEX_BINARIES: dict[tuple[str, str], tuple[str, str]] = {
 @dataclass(frozen=True)
 class AgentCli:
     """One pinned agent CLI: what a harness calls it, the tool it is on PATH, its npm package
-    and version, and where its platform package puts the native binary."""
+    and version, where its platform package puts the native binary, and what was verified on
+    that version."""
 
     cli: str
     tool: str
     package: str
     version: str
     binaries: dict[tuple[str, str], tuple[str, str]]
+    # The flags of each `permissions` value, and what `bypass` needs set when run as root.
+    permissions: dict[str, tuple[str, ...]]
+    bypass_root_env: dict[str, str]
+    # The variable that moves its configuration directory, and its login's file there.
+    config_env: str
+    login_file: str
+    # With a fresh configuration directory holding only the login: the flags that leave out
+    # what a member configured elsewhere (the repo's own project files stay).
+    clean_flags: tuple[str, ...]
+    # A line of its output saying a plan limit was hit; group `reset` is when it resets, as
+    # printed in the runner's local time.
+    plan_limit_regex: str
 
     @property
     def npm_spec(self) -> str:
@@ -59,12 +77,34 @@ class AgentCli:
         return node_prefix / "node_modules" / package / path
 
 
+# Claude Code's sandbox (bubblewrap on Linux) runs its Bash commands with only the working
+# directory writable, so they need no approval; without a working sandbox it refuses to start
+# rather than run them unconfined.
+CLAUDE_SANDBOX_SETTINGS = (
+    '{"sandbox":{"enabled":true,"autoAllowBashIfSandboxed":true,"failIfUnavailable":true}}'
+)
+
 CLAUDE_CODE = AgentCli(
     cli="claude-code",
     tool="claude",
     package="@anthropic-ai/claude-code",
     version="2.1.197",
     binaries=_CLAUDE_BINARIES,
+    permissions={
+        "worktree": ("--permission-mode", "acceptEdits", "--settings", CLAUDE_SANDBOX_SETTINGS),
+        "bypass": ("--dangerously-skip-permissions",),
+    },
+    # As root it refuses to skip permissions unless told it runs in a sandbox.
+    bypass_root_env={"IS_SANDBOX": "1"},
+    config_env="CLAUDE_CONFIG_DIR",
+    login_file=".credentials.json",
+    clean_flags=("--setting-sources", "project,local"),
+    # A subscription login's limit: "You've hit your session limit · resets 6:59pm (UTC)",
+    # "… weekly limit · resets Dec 6, 4:59pm (UTC)", "… resets 7pm (UTC)".
+    plan_limit_regex=(
+        r"You've hit your (?P<limit>[A-Za-z ]+?) limit · resets "
+        r"(?P<reset>(?:[A-Z][a-z]{2} \d{1,2}, )?\d{1,2}(?::\d{2})?[ap]m)"
+    ),
 )
 CODEX = AgentCli(
     cli="codex",
@@ -72,6 +112,20 @@ CODEX = AgentCli(
     package="@openai/codex",
     version="0.169.0",
     binaries=_CODEX_BINARIES,
+    permissions={
+        # `codex exec` never asks for approval, whatever config.toml says.
+        "worktree": ("--sandbox", "workspace-write"),
+        "bypass": ("--dangerously-bypass-approvals-and-sandbox",),
+    },
+    bypass_root_env={},
+    config_env="CODEX_HOME",
+    login_file="auth.json",
+    clean_flags=("--ignore-user-config",),
+    # "You’ve hit your usage limit. … or try again at 6:56 PM." (or "at Dec 6th, 2026 4:56 PM").
+    plan_limit_regex=(
+        r"You[’']ve hit your usage limit\..*try again at "
+        r"(?P<reset>(?:[A-Z][a-z]{2} \d{1,2}(?:st|nd|rd|th), \d{4} )?\d{1,2}:\d{2} [AP]M)"
+    ),
 )
 AGENT_CLIS: tuple[AgentCli, ...] = (CLAUDE_CODE, CODEX)
 

@@ -40,10 +40,38 @@ class AnthropicEndpoint(ScriptedEndpoint):
         return _text_of(users[0]["content"]) if users else ""
 
     def error_body(self, status: int, message: str) -> Any:
+        if status == 529:
+            return error_body("overloaded_error", message)
         return error_body("invalid_request_error" if status < 500 else "api_error", message)
 
-    def _start(self, body: Any, index: int) -> bytes:
-        message = {
+    def streams(self, body: Any) -> bool:
+        # Claude Code asks without `stream` when it falls back after a broken stream.
+        return bool(body.get("stream"))
+
+    def whole(self, blocks: tuple[Block, ...], body: Any, index: int) -> Any:
+        content: list[dict[str, Any]] = []
+        for n, block in enumerate(blocks):
+            if isinstance(block, Text):
+                content.append({"type": "text", "text": block.text})
+            else:
+                content.append(
+                    {
+                        "type": "tool_use",
+                        "id": f"toolu_scripted_{index}_{n}",
+                        "name": block.name,
+                        "input": block.input,
+                    }
+                )
+        calls = any(not isinstance(block, Text) for block in blocks)
+        return {
+            **self._message(body, index),
+            "content": content,
+            "stop_reason": "tool_use" if calls else "end_turn",
+            "usage": {**self._message(body, index)["usage"], "output_tokens": OUTPUT_TOKENS},
+        }
+
+    def _message(self, body: Any, index: int) -> dict[str, Any]:
+        return {
             "id": f"msg_scripted_{index}",
             "type": "message",
             "role": "assistant",
@@ -58,6 +86,9 @@ class AnthropicEndpoint(ScriptedEndpoint):
                 "cache_read_input_tokens": 0,
             },
         }
+
+    def _start(self, body: Any, index: int) -> bytes:
+        message = self._message(body, index)
         return sse("message_start", {"type": "message_start", "message": message})
 
     def stream(self, blocks: tuple[Block, ...], body: Any, index: int) -> Iterator[bytes]:

@@ -44,7 +44,8 @@ def _text_of(item: Any) -> str:
 
 
 class ResponsesEndpoint(ScriptedEndpoint):
-    paths = ("/v1/responses",)
+    # The API (an API key, or a custom provider) and ChatGPT's backend (a ChatGPT login).
+    paths = ("/v1/responses", "/backend-api/codex/responses")
 
     def turn_index(self, body: Any) -> int:
         turns, in_model_run = 0, False

@@ -105,6 +105,13 @@ class ScriptedEndpoint:
     def stream(self, blocks: tuple[Block, ...], body: Any, index: int) -> Iterator[bytes]:
         raise NotImplementedError
 
+    def streams(self, body: Any) -> bool:
+        """Whether the request asks for a stream (else the whole answer as one JSON body)."""
+        return True
+
+    def whole(self, blocks: tuple[Block, ...], body: Any, index: int) -> Any:
+        raise NotImplementedError
+
     def broken_stream(self, error: StreamError, body: Any) -> Iterator[bytes]:
         raise NotImplementedError
 
@@ -173,13 +180,22 @@ class ScriptedEndpoint:
                     self._send_json(404, endpoint.error_body(404, f"no such path {self.path}"))
                     return
                 turn = endpoint._answer(body)
+                streams = endpoint.streams(body)
                 if isinstance(turn, HttpError):
                     self._send_json(turn.status, turn.body, turn.headers)
-                elif isinstance(turn, StreamError):
+                elif isinstance(turn, StreamError) and streams:
                     self._send_stream(endpoint.broken_stream(turn, body))
+                elif isinstance(turn, StreamError):
+                    # What breaks a stream is, without one, the API's error status.
+                    status = 529 if turn.kind == "overloaded_error" else 500
+                    self._send_json(status, endpoint.error_body(status, turn.message))
                 else:
                     blocks = turn if isinstance(turn, tuple) else (turn,)
-                    self._send_stream(endpoint.stream(blocks, body, endpoint.turn_index(body)))
+                    index = endpoint.turn_index(body)
+                    if streams:
+                        self._send_stream(endpoint.stream(blocks, body, index))
+                    else:
+                        self._send_json(200, endpoint.whole(blocks, body, index))
 
             def _record(self, body: Any) -> None:
                 headers = {k.lower(): v for k, v in self.headers.items()}
