@@ -121,9 +121,10 @@ CODEX = AgentCli(
     config_env="CODEX_HOME",
     login_file="auth.json",
     clean_flags=("--ignore-user-config",),
-    # "You’ve hit your usage limit. … or try again at 6:56 PM." (or "at Dec 6th, 2026 4:56 PM").
+    # "You've hit your usage limit. … or try again at 6:56 PM." (or "at Dec 6th, 2026 4:56 PM"),
+    # its apostrophe a right single quotation mark (U+2019).
     plan_limit_regex=(
-        r"You[’']ve hit your usage limit\..*try again at "
+        r"You(?:\x{2019}|')ve hit your usage limit\..*try again at "
         r"(?P<reset>(?:[A-Z][a-z]{2} \d{1,2}(?:st|nd|rd|th), \d{4} )?\d{1,2}:\d{2} [AP]M)"
     ),
 )
