@@ -78,6 +78,11 @@ class Run:
         return [event for event in self.events if event.get("type") == kind]
 
     @property
+    def init(self) -> dict[str, Any]:
+        """Claude Code's `system`/`init` line (a SessionStart hook's lines may come first)."""
+        return next(e for e in self.of_type("system") if e.get("subtype") == "init")
+
+    @property
     def result(self) -> dict[str, Any]:
         """Claude Code's final `result` line."""
         results = self.of_type("result")
@@ -107,19 +112,19 @@ def claude_env(
 ) -> dict[str, str]:
     """Claude Code against a scripted endpoint, with an API key (or, with `api_key=None`,
     whatever login its configuration directory holds)."""
-    return base_env(
-        home,
-        CLAUDE_CONFIG_DIR=str(home.claude_config),
-        ANTHROPIC_BASE_URL=endpoint_url,
-        ANTHROPIC_API_KEY=api_key,
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-        DISABLE_AUTOUPDATER="1",
-        **extra,
-    )
+    settings: dict[str, str | None] = {
+        "CLAUDE_CONFIG_DIR": str(home.claude_config),
+        "ANTHROPIC_BASE_URL": endpoint_url,
+        "ANTHROPIC_API_KEY": api_key,
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+    }
+    return base_env(home, **{**settings, **extra})
 
 
 def codex_env(home: AgentHome, **extra: str | None) -> dict[str, str]:
-    return base_env(home, CODEX_HOME=str(home.codex_home), SCRIPTED_KEY="sk-scripted", **extra)
+    settings = {"CODEX_HOME": str(home.codex_home), "SCRIPTED_KEY": "sk-scripted"}
+    return base_env(home, **{**settings, **extra})
 
 
 def codex_provider(endpoint_url: str, *, login: bool = False, retries: bool = False) -> list[str]:

@@ -58,25 +58,31 @@ def test_it_runs_a_command_and_edits_a_file_in_the_repo(
                 ToolCall("Read", {"file_path": str(repo / "hello.txt")}),
                 ToolCall(
                     "Edit",
-                    {"file_path": str(repo / "hello.txt"), "old_string": "hello", "new_string": "hi"},
+                    {
+                        "file_path": str(repo / "hello.txt"),
+                        "old_string": "hello",
+                        "new_string": "hi",
+                    },
                 ),
                 Text("Edited hello.txt."),
             ]
         )
     )
     run = claude(
-        claude_print("Greet less formally.", *WORKTREE), cwd=repo, env=claude_env(home, endpoint.url)
+        claude_print("Greet less formally.", *WORKTREE),
+        cwd=repo,
+        env=claude_env(home, endpoint.url),
     )
 
     assert run.returncode == 0, run.stderr
-    init = run.of_type("system")[0]
+    init = run.init
     assert (init["subtype"], init["cwd"], init["claude_code_version"]) == (
         "init",
         str(repo),
         CLAUDE_CODE.version,
     )
     calls = tool_calls(run)
-    assert [(c["name"], c["input"]) for c in calls][0] == (
+    assert (calls[0]["name"], calls[0]["input"]) == (
         "Bash",
         {"command": "cat hello.txt && echo ran > ran.txt"},
     )
