@@ -78,12 +78,19 @@ class ScriptedEndpoint:
     `scripts` is one script (a list of turns), or several keyed by a marker: a conversation
     whose first user message contains a marker gets that script (markers are tried in order,
     so a judge's marker goes before the case's, whose input a judge's prompt quotes); the
-    marker "" matches any conversation.
+    marker "" matches any conversation. `answers` are fixed JSON answers on other paths (a
+    login's token refresh); every other path is a 404.
     """
 
     paths: tuple[str, ...] = ()
 
-    def __init__(self, scripts: Sequence[Turn] | Mapping[str, Sequence[Turn]]) -> None:
+    def __init__(
+        self,
+        scripts: Sequence[Turn] | Mapping[str, Sequence[Turn]],
+        *,
+        answers: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.answers = dict(answers or {})
         self.scripts: dict[str, list[Turn]] = (
             {marker: list(turns) for marker, turns in scripts.items()}
             if isinstance(scripts, Mapping)
@@ -176,7 +183,11 @@ class ScriptedEndpoint:
                 except ValueError:
                     body = raw.decode(errors="replace")
                 self._record(body)
-                if self.path.split("?")[0] not in endpoint.paths:
+                path = self.path.split("?")[0]
+                if path in endpoint.answers:
+                    self._send_json(200, endpoint.answers[path])
+                    return
+                if path not in endpoint.paths:
                     self._send_json(404, endpoint.error_body(404, f"no such path {self.path}"))
                     return
                 turn = endpoint._answer(body)
