@@ -14,6 +14,8 @@ limit was hit, with the reset time.
 
 from __future__ import annotations
 
+import json
+import os
 import platform
 import sys
 from dataclasses import dataclass
@@ -154,3 +156,24 @@ def is_pinned(tool: str, version: str) -> bool | None:
 def npm_specs() -> list[str]:
     """`package@version` for every pinned CLI, as `npm install` takes them."""
     return [agent.npm_spec for agent in AGENT_CLIS]
+
+
+def installed_problem(node_prefix: str | Path) -> str | None:
+    """Why the pinned CLIs are not installed as pinned under an npm prefix (a package missing
+    or of another version, its native binary absent); None when they are."""
+    prefix = Path(node_prefix)
+    for agent in AGENT_CLIS:
+        manifest = prefix / "node_modules" / agent.package / "package.json"
+        try:
+            version = json.loads(manifest.read_text()).get("version")
+        except (OSError, ValueError):
+            return f"{agent.package} is not installed under {prefix}"
+        if version != agent.version:
+            return f"{agent.package} {version} is installed under {prefix}, not {agent.version}"
+        try:
+            binary = agent.binary(prefix)
+        except LookupError as unsupported:
+            return str(unsupported)
+        if not os.access(binary, os.X_OK):
+            return f"{agent.npm_spec} has no native binary at {binary}"
+    return None

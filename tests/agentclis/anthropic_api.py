@@ -94,6 +94,7 @@ class AnthropicEndpoint(ScriptedEndpoint):
     def stream(self, blocks: tuple[Block, ...], body: Any, index: int) -> Iterator[bytes]:
         yield self._start(body, index)
         for n, block in enumerate(blocks):
+            start: dict[str, Any]
             if isinstance(block, Text):
                 start = {"type": "text", "text": ""}
                 delta = {"type": "text_delta", "text": block.text}
