@@ -129,7 +129,7 @@ class ScriptedEndpoint:
     def serve(self) -> Iterator[ScriptedEndpoint]:
         server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         server.daemon_threads = True
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
         thread.start()
         self.url = f"http://127.0.0.1:{server.server_address[1]}"
         try:

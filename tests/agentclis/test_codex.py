@@ -119,8 +119,7 @@ def test_worktree_sandbox_writes_only_inside_the_repo_and_tmp_without_network(
     outputs = tool_outputs(endpoint)
     assert "Read-only file system" in outputs[0]
     assert "Couldn't connect to server" in outputs[1]
-    # The repo's .git is read-only too, and a command the sandbox refused shows in no
-    # item of the stream: only the model is told.
+    # The repo's .git is read-only too.
     assert "index.lock': Read-only file system" in outputs[2]
     assert (
         outputs[3]
@@ -128,8 +127,10 @@ def test_worktree_sandbox_writes_only_inside_the_repo_and_tmp_without_network(
     )
     assert not outside.exists()
     assert (repo / "inside.txt").read_text() == "inside\n"
-    commands = [item["command"] for item in completed(done, "command_execution")]
-    assert not any("git add" in command for command in commands)
+    # A command the sandbox refused is in the stream only some of the time (a race in Codex:
+    # about one run in four here); when it is, as a failed command.
+    refused = [i for i in completed(done, "command_execution") if "git add" in i["command"]]
+    assert [(i["exit_code"], i["status"]) for i in refused] in ([], [(128, "failed")])
     assert completed(done, "file_change") == []
     headers = endpoint.requests()[0].headers["x-codex-turn-metadata"]
     assert '"sandbox_mode":"workspace-write"' in headers
