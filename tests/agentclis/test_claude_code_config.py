@@ -53,7 +53,7 @@ def configure_member(home: AgentHome, repo: Path) -> Path:
         return [{"hooks": [{"type": "command", "command": f"touch {markers / name}"}]}]
 
     def server(name: str) -> dict[str, Any]:
-        return {"command": "sh", "args": ["-c", f"touch {markers / name}; sleep 2"]}
+        return {"command": "sh", "args": ["-c", f"touch {markers / name}"]}
 
     config = home.claude_config
     user_hooks = {"SessionStart": hook("user-session"), "PreToolUse": hook("user-tool")}

@@ -128,7 +128,7 @@ def configure_member(home: AgentHome, repo: Path) -> Path:
         f'notify = ["sh", "-c", "touch {markers / "notify"}"]\n'
         "[mcp_servers.mine]\n"
         'command = "sh"\n'
-        f'args = ["-c", "touch {markers / "user-mcp"}; sleep 2"]\n'
+        f'args = ["-c", "touch {markers / "user-mcp"}"]\n'
     )
     (home.codex_home / "AGENTS.md").write_text(USER_INSTRUCTIONS + "\n")
     (repo / "AGENTS.md").write_text(REPO_INSTRUCTIONS + "\n")
