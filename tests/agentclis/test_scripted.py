@@ -20,7 +20,7 @@ from runnercli.protocol.agents import (
 )
 from tests.agentclis.anthropic_api import AnthropicEndpoint
 from tests.agentclis.openai_api import ResponsesEndpoint
-from tests.agentclis.scripted import HttpError, Text, ToolCall
+from tests.agentclis.scripted import HttpError, Text, ToolCall, Turn
 
 pytestmark = pytest.mark.once
 
@@ -49,7 +49,7 @@ def messages(prompt: str, *replies: int) -> dict[str, Any]:
 
 
 def test_it_answers_the_turn_the_conversation_has_reached() -> None:
-    script = [ToolCall("Bash", {"command": "ls"}), Text("done")]
+    script: list[Turn] = [ToolCall("Bash", {"command": "ls"}), Text("done")]
     with AnthropicEndpoint(script).serve() as endpoint:
         url = f"{endpoint.url}/v1/messages?beta=true"
         first, second = post(url, messages("go")), post(url, messages("go", 1))
@@ -103,7 +103,11 @@ def test_an_error_served_a_number_of_times_gives_way_to_the_next_turn() -> None:
 
 def test_the_responses_endpoint_counts_a_turn_per_run_of_model_items() -> None:
     patch = "*** Begin Patch\n*** End Patch\n"
-    script = [ToolCall("exec_command", {"cmd": "ls"}), ToolCall("apply_patch", patch), Text("ok")]
+    script: list[Turn] = [
+        ToolCall("exec_command", {"cmd": "ls"}),
+        ToolCall("apply_patch", patch),
+        Text("ok"),
+    ]
     with ResponsesEndpoint(script).serve() as endpoint:
         url = f"{endpoint.url}/v1/responses"
         user = {
