@@ -16,7 +16,7 @@ from runnercli.protocol.agents import CLAUDE_CODE
 from tests.agentclis.anthropic_api import AnthropicEndpoint
 from tests.agentclis.anthropic_api import error_body as anthropic_error
 from tests.agentclis.clis import AgentHome, Run, claude, claude_env, claude_print
-from tests.agentclis.proxy import refusing_proxy
+from tests.agentclis.proxy import standing_in_for
 from tests.agentclis.scripted import HttpError, Text, ToolCall
 
 pytestmark = [pytest.mark.agent_clis, pytest.mark.once]
@@ -96,19 +96,66 @@ def test_a_login_in_the_config_dir_is_sent_as_a_bearer_token(
         assert "oauth-2025-04-20" in request.headers["anthropic-beta"].split(",")
 
 
-def test_a_login_near_expiry_is_refreshed_at_platform_claude_com(
+def test_a_login_near_expiry_is_refreshed_and_written_back(
     home: AgentHome, repo: Path, serve: Any
 ) -> None:
     store_login(home.claude_config, expires_in_s=60)
-    with refusing_proxy() as (proxy, asked):
+    renewed = {
+        "access_token": "sk-ant-oat01-renewed",
+        "refresh_token": "sk-ant-ort01-renewed",
+        "expires_in": 28800,
+        "scope": "user:inference user:profile user:sessions:claude_code",
+        "token_type": "Bearer",
+    }
+    # The refresh cannot be pointed at 127.0.0.1 (CLAUDE_CODE_CUSTOM_OAUTH_URL takes only
+    # Anthropic's own hosts): a proxy stands in for platform.claude.com.
+    with standing_in_for("platform.claude.com", renewed, home.root) as proxy:
         _, endpoint = run_one_command(
-            home, repo, serve, api_key=None, HTTPS_PROXY=proxy, NO_PROXY="127.0.0.1"
+            home,
+            repo,
+            serve,
+            api_key=None,
+            HTTPS_PROXY=proxy.url,
+            NO_PROXY="127.0.0.1",
+            NODE_EXTRA_CA_CERTS=str(proxy.ca),
         )
 
-    # The refresh cannot be pointed elsewhere (CLAUDE_CODE_CUSTOM_OAUTH_URL takes only its
-    # own hosts); refused, it goes on with the token it has.
-    assert "platform.claude.com:443" in asked
+    [(request_line, body)] = proxy.requests
+    assert request_line == "POST /v1/oauth/token HTTP/1.1"
+    assert body == {
+        "grant_type": "refresh_token",
+        "refresh_token": "sk-ant-ort01-scripted-refresh",
+        "client_id": "9d1c250a-e61b-44d9-88ed-5944d1962f5e",
+        "scope": "user:profile user:inference user:sessions:claude_code user:mcp_servers "
+        "user:file_upload",
+    }
+    for request in endpoint.requests():
+        assert request.headers["authorization"] == "Bearer sk-ant-oat01-renewed"
+    stored = json.loads((home.claude_config / CLAUDE_CODE.login_file).read_text())
+    login = stored["claudeAiOauth"]
+    assert (login["accessToken"], login["refreshToken"]) == (
+        "sk-ant-oat01-renewed",
+        "sk-ant-ort01-renewed",
+    )
+    assert login["expiresAt"] / 1000 == pytest.approx(time.time() + 28800, abs=120)
+    assert login["subscriptionType"] == "max"
+
+
+def test_a_refresh_that_fails_goes_on_with_the_old_token(
+    home: AgentHome, repo: Path, serve: Any
+) -> None:
+    store_login(home.claude_config, expires_in_s=-60)
+    # Trusting no stand-in, the refresh's TLS fails, as it would offline.
+    with standing_in_for("platform.claude.com", {}, home.root) as proxy:
+        _, endpoint = run_one_command(
+            home, repo, serve, api_key=None, HTTPS_PROXY=proxy.url, NO_PROXY="127.0.0.1"
+        )
+
+    assert "platform.claude.com:443" in proxy.connects
+    assert proxy.requests == []
     assert endpoint.requests()[0].headers["authorization"] == f"Bearer {ACCESS_TOKEN}"
+    stored = json.loads((home.claude_config / CLAUDE_CODE.login_file).read_text())
+    assert stored["claudeAiOauth"]["accessToken"] == ACCESS_TOKEN
 
 
 def test_member_settings_apply_by_default(home: AgentHome, repo: Path, serve: Any) -> None:
