@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -72,7 +73,7 @@ class Received:
         return json.dumps(self.body)
 
 
-class ScriptedEndpoint:
+class ScriptedEndpoint(ABC):
     """One scripted model endpoint on 127.0.0.1, started with `serve()`.
 
     `scripts` is one script (a list of turns), or several keyed by a marker: a conversation
@@ -103,12 +104,15 @@ class ScriptedEndpoint:
 
     # What a wire format says: how far a conversation has come, what its user said first,
     # and how to write each kind of answer.
+    @abstractmethod
     def turn_index(self, body: Any) -> int:
         raise NotImplementedError
 
+    @abstractmethod
     def first_user_text(self, body: Any) -> str:
         raise NotImplementedError
 
+    @abstractmethod
     def stream(self, blocks: tuple[Block, ...], body: Any, index: int) -> Iterator[bytes]:
         raise NotImplementedError
 
@@ -117,11 +121,13 @@ class ScriptedEndpoint:
         return True
 
     def whole(self, blocks: tuple[Block, ...], body: Any, index: int) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} answers only streams")
 
+    @abstractmethod
     def broken_stream(self, error: StreamError, body: Any) -> Iterator[bytes]:
         raise NotImplementedError
 
+    @abstractmethod
     def error_body(self, status: int, message: str) -> Any:
         raise NotImplementedError
 
