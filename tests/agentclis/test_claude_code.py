@@ -3,6 +3,7 @@ its tools in a git repo, its stream, and the facts docs/agents.md records about 
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -256,3 +257,29 @@ def test_a_stream_that_breaks_off_ends_the_run_as_an_error(
 def test_version_is_the_first_word_of_its_only_line(home: AgentHome) -> None:
     done = claude(["--version"], cwd=home.home, env=base_env(home))
     assert (done.returncode, done.stdout, done.stderr) == (0, "2.1.197 (Claude Code)\n", "")
+
+
+def test_a_judge_quoting_the_case_gets_the_judges_script(
+    home: AgentHome, repo: Path, serve: Any
+) -> None:
+    verdict = '{"pass": true, "score": 1, "reason": "it says 42"}'
+    endpoint = serve(AnthropicEndpoint({"JUDGE-7f3a": [Text(verdict)], "CASE-19c2": [Text("42")]}))
+    env = claude_env(home, endpoint.url)
+    case = claude(
+        ["-p", "CASE-19c2: what is six times seven?", "--output-format", "json"],
+        cwd=repo,
+        env=env,
+    )
+    judge = claude(
+        [
+            "-p",
+            "JUDGE-7f3a: did the answer '42' fit the case 'CASE-19c2: what is six times seven?'",
+            "--output-format",
+            "json",
+        ],
+        cwd=repo,
+        env=env,
+    )
+
+    # `--output-format json` prints the final `result` object alone.
+    assert [json.loads(done.stdout)["result"] for done in (case, judge)] == ["42", verdict]
