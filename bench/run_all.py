@@ -39,6 +39,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "case_files": ([], ["--n", "300", "--requests", "50"]),
     "services": ([], ["--cases", "30", "--repeat", "2"]),
     "judging": ([], ["--cases", "10"]),
+    "agent_clis": ([], ["--runs", "3"]),
 }
 POSTGRES_ONLY = {"throughput"}
 
