@@ -20,15 +20,24 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+class Turn:
+    """One answer of the endpoint: a reply of the model (`Text`, `ToolCall`, or several of
+    them in a tuple), an `HttpError` or a `StreamError`."""
+
+
+class Reply(Turn):
+    """What a model's reply is made of: a `Text` or a `ToolCall`."""
+
+
 @dataclass(frozen=True)
-class Text:
+class Text(Reply):
     """The model's final answer: a turn that calls no tool ends the CLI's loop."""
 
     text: str
 
 
 @dataclass(frozen=True)
-class ToolCall:
+class ToolCall(Reply):
     """A call of one of the CLI's tools; `input` is a JSON object, or the raw text a custom
     (freeform) tool takes, as Codex's `apply_patch`."""
 
@@ -37,7 +46,7 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
-class HttpError:
+class HttpError(Turn):
     """The endpoint refuses the request. `times`: how many requests get it before the turn's
     next entry is used (None: every one, as a plan limit that has not reset)."""
 
@@ -48,7 +57,7 @@ class HttpError:
 
 
 @dataclass(frozen=True)
-class StreamError:
+class StreamError(Turn):
     """A 200 whose stream starts, then reports an error and ends (an overloaded model)."""
 
     message: str
@@ -56,7 +65,7 @@ class StreamError:
 
 
 Block = Text | ToolCall
-Turn = Block | HttpError | StreamError | tuple[Block, ...]
+Script = Sequence[Turn | tuple[Reply, ...]]
 
 
 @dataclass(frozen=True)
@@ -87,12 +96,12 @@ class ScriptedEndpoint(ABC):
 
     def __init__(
         self,
-        scripts: Sequence[Turn] | Mapping[str, Sequence[Turn]],
+        scripts: Script | Mapping[str, Script],
         *,
         answers: Mapping[str, Any] | None = None,
     ) -> None:
         self.answers = dict(answers or {})
-        self.scripts: dict[str, list[Turn]] = (
+        self.scripts: dict[str, list[Turn | tuple[Reply, ...]]] = (
             {marker: list(turns) for marker, turns in scripts.items()}
             if isinstance(scripts, Mapping)
             else {"": list(scripts)}
@@ -150,7 +159,7 @@ class ScriptedEndpoint(ABC):
         wanted = (path,) if path else self.paths
         return [r for r in self.received if r.path.split("?")[0] in wanted]
 
-    def _answer(self, body: Any) -> Turn:
+    def _answer(self, body: Any) -> Turn | tuple[Reply, ...]:
         first = self.first_user_text(body)
         marker = next((m for m in self.scripts if m in first), None)
         if marker is None:
@@ -207,7 +216,7 @@ class ScriptedEndpoint(ABC):
                     status = 529 if turn.kind == "overloaded_error" else 500
                     self._send_json(status, endpoint.error_body(status, turn.message))
                 else:
-                    blocks = turn if isinstance(turn, tuple) else (turn,)
+                    blocks = _blocks(turn)
                     index = endpoint.turn_index(body)
                     if streams:
                         self._send_stream(endpoint.stream(blocks, body, index))
@@ -244,6 +253,13 @@ class ScriptedEndpoint(ABC):
                 self.close_connection = True
 
         return Handler
+
+
+def _blocks(turn: Turn | tuple[Reply, ...]) -> tuple[Block, ...]:
+    parts = turn if isinstance(turn, tuple) else (turn,)
+    blocks = tuple(part for part in parts if isinstance(part, Text | ToolCall))
+    assert len(blocks) == len(parts), f"a reply is made of texts and tool calls: {turn!r}"
+    return blocks
 
 
 def sse(event: str, data: Mapping[str, Any]) -> bytes:
