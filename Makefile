@@ -7,7 +7,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
 
-.PHONY: install test lint test-sqlite test-postgres demo serve bench browser-deps systemd-deps node-deps oidc-deps chart-deps docker-deps clean
+.PHONY: install test lint test-sqlite test-postgres demo serve bench browser-deps systemd-deps node-deps oidc-deps chart-deps docker-deps agent-deps clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python >= 3.11 is required"; exit 1; }
@@ -76,6 +76,27 @@ oidc-deps:
 		( test -f package.json || echo '{"private": true}' > package.json ) && \
 		npm install --loglevel=error --no-audit --no-fund --save-exact oidc-provider@$(OIDC_PROVIDER_VERSION); }
 
+# The agent CLIs the tests run for real (tests/agentclis): the pinned Claude Code and Codex
+# from npm under var/node, their versions read from runnercli/protocol/agents.py so they are
+# written once; their native binaries come as the packages' platform dependencies. Skipped when
+# the pinned versions are there. Claude Code's sandbox (the `worktree` permissions) runs its
+# commands in Debian's bubblewrap.
+AGENT_CLIS_CHECK = $(PY) -c 'import sys; from runnercli.protocol.agents import installed_problem; \
+	why = installed_problem("var/node"); why and print(why); sys.exit(why is not None)'
+agent-deps: install
+	@$(AGENT_CLIS_CHECK) >/dev/null || { \
+		specs="$$($(PY) -c 'from runnercli.protocol.agents import npm_specs; print(*npm_specs())')" && \
+		echo "Installing $$specs under var/node" && mkdir -p var/node && \
+		( cd var/node && ( test -f package.json || echo '{"private": true}' > package.json ) && \
+		npm install --loglevel=error --no-audit --no-fund --save-exact $$specs >/dev/null ) && \
+		$(AGENT_CLIS_CHECK); } \
+		|| { $(call failed_install,REQUIRE_AGENT_CLIS,the pinned agent CLIs,the real-CLI tests); }
+	@command -v bwrap >/dev/null 2>&1 || { \
+		echo "Installing Debian's bubblewrap for Claude Code's sandbox"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null \
+		&& command -v bwrap >/dev/null; } \
+		|| { $(call failed_install,REQUIRE_AGENT_CLIS,bubblewrap,the real-CLI tests); }
+
 # Chart.js for the run page's score distribution and a harness's history, installed from npm
 # under var/node and copied into the app's static files (served by the app itself: never a
 # CDN). The copy is committed, so `make demo` needs no npm; this step refreshes it and fails
@@ -114,7 +135,7 @@ test-postgres: install
 
 # The suites run with a Docker daemon answering (.ci/with-dockerd starts one when none does,
 # and stops what it started).
-test: install browser-deps systemd-deps node-deps oidc-deps chart-deps docker-deps lint
+test: install browser-deps systemd-deps node-deps oidc-deps chart-deps docker-deps agent-deps lint
 	.ci/with-dockerd $(MAKE) --no-print-directory test-sqlite test-postgres
 
 demo: install

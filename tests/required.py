@@ -1,11 +1,11 @@
 """Programs some tests drive that a machine may lack: Debian's chromium, the MCP Inspector, a
-Docker daemon, systemd's `systemd-analyze` and `systemd-inhibit`.
+Docker daemon, systemd's `systemd-analyze` and `systemd-inhibit`, the pinned agent CLIs.
 
-A test marked `browser`, `mcp_inspector`, `docker` or `systemd` is skipped when its program
-is missing, unless the matching variable (`REQUIRE_CHROMIUM`, `REQUIRE_INSPECTOR`,
-`REQUIRE_DOCKER`, `REQUIRE_SYSTEMD`) is set, as `.ci/run` sets it: then it fails, so CI cannot
-pass without having run it. The hook
-in `tests/conftest.py` applies this before the test's fixtures start anything.
+A test marked `browser`, `mcp_inspector`, `docker`, `systemd` or `agent_clis` is skipped when
+its program is missing, unless the matching variable (`REQUIRE_CHROMIUM`, `REQUIRE_INSPECTOR`,
+`REQUIRE_DOCKER`, `REQUIRE_SYSTEMD`, `REQUIRE_AGENT_CLIS`) is set, as `.ci/run` sets it: then
+it fails, so CI cannot pass without having run it. The hook in `tests/conftest.py` applies
+this before the test's fixtures start anything.
 """
 
 from __future__ import annotations
@@ -54,6 +54,27 @@ def systemd_problem() -> str | None:
     return f"{' and '.join(missing)} not installed (run `make systemd-deps`)"
 
 
+def agent_clis_problem() -> str | None:
+    """Why the real agent CLIs cannot run here: a pinned CLI's native binary is missing under
+    var/node (`make agent-deps`), or Debian's bubblewrap, which Claude Code's sandbox runs
+    commands in; None when they can."""
+    from runnercli.protocol.agents import AGENT_CLIS
+
+    missing = []
+    for agent in AGENT_CLIS:
+        try:
+            binary = agent.binary(NODE_DIR)
+        except LookupError as refused:
+            return str(refused)
+        if not os.access(binary, os.X_OK):
+            missing.append(f"{agent.npm_spec} ({binary})")
+    if shutil.which("bwrap") is None:
+        missing.append("Debian's bubblewrap (bwrap)")
+    if not missing:
+        return None
+    return f"the agent CLIs are not installed ({', '.join(missing)} missing: run `make agent-deps`)"
+
+
 def docker_problem() -> str | None:
     """Why the container tests cannot run here: no Docker daemon answers (`make test` starts
     one through .ci/with-dockerd), or the docker SDK is missing; None when they can."""
@@ -74,6 +95,7 @@ NEEDS: dict[str, tuple[Callable[[], str | None], str]] = {
     "mcp_inspector": (inspector_problem, "REQUIRE_INSPECTOR"),
     "docker": (docker_problem, "REQUIRE_DOCKER"),
     "systemd": (systemd_problem, "REQUIRE_SYSTEMD"),
+    "agent_clis": (agent_clis_problem, "REQUIRE_AGENT_CLIS"),
 }
 
 

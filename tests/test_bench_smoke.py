@@ -236,3 +236,17 @@ def test_the_case_files_benchmark_times_file_requests_beside_a_hello(tmp_path: P
     assert row["baseline"].startswith("hello p50 ")
     assert "11 long-polls parked" in result["notes"][0]
     assert "client errors none" in result["notes"][0]
+
+
+@pytest.mark.agent_clis
+@pytest.mark.once
+@pytest.mark.timeout(120)
+def test_the_agent_clis_benchmark_times_worktree_beside_bypass(tmp_path: Path) -> None:
+    result = bench("agent_clis", ["--runs", "1"], tmp_path)
+    claude, codex = result["rows"]
+    assert claude["figure"].startswith("Claude Code 2.1.197, one command, worktree")
+    assert codex["figure"].startswith("Codex 0.169.0, one command, worktree")
+    for row in (claude, codex):
+        assert row["value"].endswith(" ms")
+        assert row["baseline"].endswith(" ms: the same case with bypass")
+        assert row["target"] == "<= +1000 ms"
