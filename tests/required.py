@@ -1,10 +1,10 @@
-"""Programs some tests drive that a machine may lack: Debian's chromium, the MCP Inspector, a
-Docker daemon, SeaweedFS's S3 gateway.
+"""Programs some tests drive that a machine may lack: Debian's chromium, the MCP Inspector, the
+MCP conformance suite, a Docker daemon, SeaweedFS's S3 gateway.
 
-A test marked `browser`, `mcp_inspector`, `docker` or `s3` is skipped when its program is
-missing, unless the matching variable (`REQUIRE_CHROMIUM`, `REQUIRE_INSPECTOR`,
-`REQUIRE_DOCKER`, `REQUIRE_S3`) is set, as `.ci/run` sets it: then it fails, so CI cannot
-pass without having run it. The hook
+A test marked `browser`, `mcp_inspector`, `mcp_conformance`, `docker` or `s3` is skipped when
+its program is missing, unless the matching variable (`REQUIRE_CHROMIUM`, `REQUIRE_INSPECTOR`,
+`REQUIRE_MCP_CONFORMANCE`, `REQUIRE_DOCKER`, `REQUIRE_S3`) is set, as `.ci/run` sets it: then
+it fails, so CI cannot pass without having run it. The hook
 in `tests/conftest.py` applies this before the test's fixtures start anything.
 """
 
@@ -23,6 +23,11 @@ CHROMIUM = Path(os.environ.get("TEST_CHROMIUM") or "/usr/bin/chromium")
 NODE_DIR = ROOT / "var" / "node"
 INSPECTOR = NODE_DIR / "node_modules" / ".bin" / "mcp-inspector"
 NODE = NODE_DIR / "node_modules" / ".bin" / "node"
+# npm's @modelcontextprotocol/conformance under var/node (`make node-deps`);
+# TEST_MCP_CONFORMANCE points the tests at another install of it.
+CONFORMANCE = Path(
+    os.environ.get("TEST_MCP_CONFORMANCE") or NODE_DIR / "node_modules" / ".bin" / "conformance"
+)
 
 
 def chromium_problem() -> str | None:
@@ -37,6 +42,17 @@ def inspector_problem() -> str | None:
         return None
     missing_paths = ", ".join(missing)
     return f"the MCP Inspector is not installed ({missing_paths} missing: run `make node-deps`)"
+
+
+def conformance_problem() -> str | None:
+    missing = [str(path) for path in (CONFORMANCE, NODE) if not os.access(path, os.X_OK)]
+    if not missing:
+        return None
+    missing_paths = ", ".join(missing)
+    return (
+        f"the MCP conformance suite is not installed ({missing_paths} missing: run"
+        " `make node-deps`)"
+    )
 
 
 def docker_problem() -> str | None:
@@ -65,6 +81,7 @@ def s3_problem() -> str | None:
 NEEDS: dict[str, tuple[Callable[[], str | None], str]] = {
     "browser": (chromium_problem, "REQUIRE_CHROMIUM"),
     "mcp_inspector": (inspector_problem, "REQUIRE_INSPECTOR"),
+    "mcp_conformance": (conformance_problem, "REQUIRE_MCP_CONFORMANCE"),
     "docker": (docker_problem, "REQUIRE_DOCKER"),
     "s3": (s3_problem, "REQUIRE_S3"),
 }
