@@ -192,6 +192,8 @@ class ObjectStore:
             "-admin.ui=false",
             "-master.telemetry=false",
             f"-s3.config={identities}",
+            # As on AWS: writing to a bucket that does not exist is an error, not a new bucket.
+            "-s3.autoCreateBucket=false",
             f"-filer.localSocket={self.directory / 'filer.sock'}",
             f"-s3.localSocket={self.directory / 's3.sock'}",
             # Small volumes: a test store writes megabytes, not the gigabyte a volume

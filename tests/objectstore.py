@@ -31,15 +31,15 @@ class S3Blobs:
 
     def options(self, **overrides: Any) -> dict[str, Any]:
         """S3Storage options for this bucket (`EVERDICT_BLOB_STORAGE_OPTIONS`)."""
-        return self.store.storage_options(bucket_name=self.bucket, **overrides)
+        return self.store.storage_options(**{"bucket_name": self.bucket, **overrides})
 
     def storages_entry(self, **overrides: Any) -> dict[str, Any]:
-        return self.store.storages_entry(bucket_name=self.bucket, **overrides)
+        return self.store.storages_entry(**{"bucket_name": self.bucket, **overrides})
 
     def server_env(self, **overrides: Any) -> dict[str, str]:
         """The environment pointing a server's blob storage at this bucket (several servers
         given it share the bucket, as replicas do)."""
-        return self.store.server_env(bucket_name=self.bucket, **overrides)
+        return self.store.server_env(**{"bucket_name": self.bucket, **overrides})
 
     def client(self) -> Any:
         return self.store.client()

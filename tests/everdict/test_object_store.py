@@ -50,14 +50,20 @@ class OneMiBAtATime(RandomBytes):
         return super().read(MIB if size is None or size < 0 else min(size, MIB))
 
 
-def test_the_store_refuses_a_request_signed_with_another_secret(s3_blobs: Any) -> None:
+def test_the_store_refuses_another_secret_and_a_bucket_that_does_not_exist(
+    s3_blobs: Any,
+) -> None:
     storages["blobs"].save("blobs/1/aa/held", ContentFile(b"kept"))
     stranger = S3Storage(**s3_blobs.options(secret_key="not-the-secret"))
+    misnamed = S3Storage(**s3_blobs.options(bucket_name=f"{s3_blobs.bucket}-typo"))
 
     with pytest.raises(ClientError) as refused:
         stranger.exists("blobs/1/aa/held")
+    with pytest.raises(ClientError) as missing:
+        misnamed.save("blobs/1/aa/held", ContentFile(b"kept"))
 
     assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    assert code(missing) == "NoSuchBucket"
 
 
 def test_the_storage_saves_opens_sizes_lists_and_deletes_under_the_blob_stores_keys(
@@ -96,7 +102,9 @@ def test_the_storage_saves_opens_sizes_lists_and_deletes_under_the_blob_stores_k
     assert s3_blobs.keys() == sorted(chunks)
 
 
-def test_a_name_saved_again_is_overwritten_unless_file_overwrite_is_off(s3_blobs: Any) -> None:
+def test_a_name_saved_again_is_overwritten_unless_file_overwrite_is_off_or_the_write_is_conditional(
+    s3_blobs: Any,
+) -> None:
     storage = storages["blobs"]
     name = "blobs/1/ab/twice"
     assert storage.save(name, ContentFile(b"one")) == name
@@ -108,6 +116,12 @@ def test_a_name_saved_again_is_overwritten_unless_file_overwrite_is_off(s3_blobs
     assert kept != name and kept.startswith(f"{name}_")
     with storage.open(name, "rb") as first, storage.open(kept, "rb") as second:
         assert (first.read(), second.read()) == (b"two", b"three")
+    # The store can write a name only while it is free, but only a direct PutObject (or
+    # CompleteMultipartUpload) says so: storage.save() has no way to pass If-None-Match.
+    client = s3_blobs.client()
+    with pytest.raises(ClientError) as held:
+        client.put_object(Bucket=s3_blobs.bucket, Key=name, Body=b"four", IfNoneMatch="*")
+    assert code(held) == "PreconditionFailed"
 
 
 def test_an_objects_content_type_comes_from_its_name_or_the_file_never_from_its_bytes(
