@@ -55,9 +55,9 @@ docker-deps:
 		|| { $(call failed_install,REQUIRE_DOCKER,Docker (docker.io),the container tests); }
 
 # Node 22, the MCP Inspector and the MCP conformance suite, under var/node (not global), for
-# the third-party MCP checks. The suite is pinned: 0.2.0-alpha.12 is the first to check the
-# 2026-07-28 revision the SDK speaks by default (0.1.x stops at 2025-11-25), and it carries
-# each revision's frozen requirements.
+# the third-party MCP checks. The suite is pinned to a release of its 0.2 line, which checks
+# the 2026-07-28 revision the SDK speaks by default and carries each revision's frozen
+# requirements (0.1.16, npm's `latest`, stops at 2025-11-25).
 MCP_CONFORMANCE_VERSION := 0.2.0-alpha.12
 node-deps:
 	@{ test -x var/node/node_modules/.bin/mcp-inspector && test -x var/node/node_modules/.bin/node; } || { \
