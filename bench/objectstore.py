@@ -5,9 +5,9 @@ One `weed` process runs the master, a volume server, the filer and the S3 gatewa
 port a free one on 127.0.0.1, its data in a directory of its own, S3 requests signed with
 an access key and secret of its identities file (anything else is refused), one bucket
 created. `restart()` stops it and starts it again on the same ports over the same data (a
-store that went away in the middle of an upload); `stop()` removes the data it kept.
-Django servers reach it through `server_env()`: several processes given the same
-environment share one bucket, as replicas do.
+store that went away in the middle of an upload); leaving `object_store()` stops it and
+removes its directory, data and all. Django servers reach it through `server_env()`:
+several processes given the same environment share one bucket, as replicas do.
 
     with object_store() as store:
         boto = store.client()
@@ -87,7 +87,6 @@ class ObjectStore:
     secret_key: str = field(default_factory=lambda: secrets.token_urlsafe(30))
     ports: dict[str, int] = field(default_factory=dict)
     proc: Proc | None = None
-    starts: int = 0
 
     @property
     def endpoint_url(self) -> str:
@@ -101,14 +100,13 @@ class ObjectStore:
             for name in COMPONENTS:
                 self.ports[name] = next(numbers)
                 self.ports[f"{name}.grpc"] = next(numbers)
-        self.starts += 1
         self.proc = spawn(
             self._args(), self.directory / "weed.log", cwd=self.directory, append=True
         )
         self._wait_ready(timeout_s)
 
     def stop(self, *, crash: bool = False) -> None:
-        """Stop the process (SIGTERM and its drain; `crash`: SIGKILL, nothing flushed)."""
+        """Stop the process: SIGTERM and its drain, or with `crash` a SIGKILL (no drain)."""
         if self.proc is not None:
             self.proc.stop(signal.SIGKILL if crash else signal.SIGTERM, grace_s=15)
             self.proc = None
