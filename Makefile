@@ -56,7 +56,11 @@ docker-deps:
 		&& command -v dockerd >/dev/null; } \
 		|| { $(call failed_install,REQUIRE_DOCKER,Docker (docker.io),the container tests); }
 
-# Node 22 and the MCP Inspector, under var/node (not global), for the third-party MCP check.
+# Node 22, the MCP Inspector and the MCP conformance suite, under var/node (not global), for
+# the third-party MCP checks. The suite is pinned to a release of its 0.2 line, which checks
+# the 2026-07-28 revision the SDK speaks by default and carries each revision's frozen
+# requirements (0.1.16, npm's `latest`, stops at 2025-11-25).
+MCP_CONFORMANCE_VERSION := 0.2.0-alpha.12
 node-deps:
 	@{ test -x var/node/node_modules/.bin/mcp-inspector && test -x var/node/node_modules/.bin/node; } || { \
 		mkdir -p var/node && cd var/node && \
@@ -64,6 +68,12 @@ node-deps:
 		npm install --loglevel=error --no-audit --no-fund node@22 @modelcontextprotocol/inspector@latest >/dev/null \
 		&& test -x node_modules/.bin/mcp-inspector && test -x node_modules/.bin/node; } \
 		|| { $(call failed_install,REQUIRE_INSPECTOR,the MCP Inspector,its test); }
+	@grep -qs '"version": "$(MCP_CONFORMANCE_VERSION)"' var/node/node_modules/@modelcontextprotocol/conformance/package.json || { \
+		mkdir -p var/node && cd var/node && \
+		( test -f package.json || echo '{"private": true}' > package.json ) && \
+		npm install --loglevel=error --no-audit --no-fund --save-exact @modelcontextprotocol/conformance@$(MCP_CONFORMANCE_VERSION) >/dev/null \
+		&& test -x node_modules/.bin/conformance; } \
+		|| { $(call failed_install,REQUIRE_MCP_CONFORMANCE,the MCP conformance suite,its test); }
 
 # The OpenID provider the sign-in tests start (npm's oidc-provider, under var/node). Unlike
 # node-deps a failed install fails: CI sets REQUIRE_OIDC and must not pass without it.

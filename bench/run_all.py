@@ -36,6 +36,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "request_latency": ([], ["--requests", "60", "--warmup", "10"]),
     "trace_screens": ([], ["--seconds", "15", "--phase-seconds", "5", "--events", "2000"]),
     "artifacts": ([], ["--blobs", "2", "--mib", "4", "--rounds", "3"]),
+    "s3_blobs": ([], ["--mib", "20", "--rounds", "1"]),
     "case_files": ([], ["--n", "300", "--requests", "50"]),
     "services": ([], ["--cases", "30", "--repeat", "2"]),
     "judging": ([], ["--cases", "10"]),

@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 
+# The object store's fixtures (`object_store_process`, `s3_blobs`), for any suite to use.
+from tests.objectstore import object_store_process, s3_blobs  # noqa: F401
+
 FAST_HASHERS = [
     "django.contrib.auth.hashers.MD5PasswordHasher",
     "django.contrib.auth.hashers.PBKDF2PasswordHasher",

