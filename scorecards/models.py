@@ -88,6 +88,9 @@ class HarnessVersion(models.Model):
     name = models.CharField(max_length=100)
     version = models.PositiveIntegerField()
     spec = models.JSONField()
+    # What the author wrote, when the spec is its expansion (an agent preset): shown beside
+    # the version, never sent to runners (null: the author wrote the spec itself).
+    source = models.JSONField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -156,6 +159,11 @@ class Case(models.Model):
     key = models.CharField(max_length=200)
     input = models.JSONField(default=dict)
     expected = models.JSONField(null=True)
+    # Kept on the server, never sent to a runner: the tests whose outcome decides a `verify`
+    # grader (`{fail_to_pass, pass_to_pass}`).
+    tests = models.JSONField(null=True, blank=True)
+    # Sent beside the case, never in it: written into the worktree once the agent has ended.
+    hidden_files = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["dataset_id", "position"]
@@ -221,6 +229,8 @@ class Run(models.Model):
         HarnessVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     regraded_at = models.DateTimeField(null=True, blank=True)
+    # The cost its cases may report before the cases not started are skipped (null: none).
+    max_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
 
     objects = RunQuerySet.as_manager()
     # Set by `run_start` on the instance it returns, not stored: what it wrote besides the row,
@@ -275,6 +285,8 @@ class Verdict(models.TextChoices):
     ERROR = "error"
     # A judge-graded case whose judgements are not all in yet: no verdict counts yet.
     JUDGING = "judging"
+    # Never started: the run's budget was spent first. Counted apart, in no rate or pair.
+    SKIPPED = "skipped"
 
 
 class CaseResult(models.Model):
@@ -306,6 +318,12 @@ class CaseResult(models.Model):
     fingerprint = models.JSONField(default=dict, blank=True)
     # Who judged a judge-graded case: {runner, user, tools, model, prompt_digest, agreement}.
     judged_by = models.JSONField(default=dict, blank=True, db_default={})
+    # Protocol 4, as the runner reported them: what the verifier said, the protected paths the
+    # agent changed (null: none were protected), what stopped the agent, each phase's time.
+    verify = models.JSONField(null=True, blank=True)
+    tampered = models.JSONField(null=True, blank=True)
+    stopped = models.JSONField(null=True, blank=True)
+    phases = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     # A person's verdict, when one stands: `verdict` and `score` are theirs, and what the
     # grader says underneath is kept in `grader_verdict` / `grader_score` (a regrade updates

@@ -8,13 +8,17 @@ Protocol 2 gathers every change of its round in one step: resume and shadow sema
 server whose minimum is 2 answers a protocol-1 runner `update_required` before it ever sees
 a spec key it cannot parse. Protocol 3 adds the case's world (repo worktrees, artifacts,
 traces, screens, services, judges) through runner *features*: a job needs only those its
-harness uses, so a protocol-2 runner keeps serving the harnesses that use none.
+harness uses, so a protocol-2 runner keeps serving the harnesses that use none. Protocol 4
+(the verifier, budgets, a clean agent configuration, raw uploads) is gated the same way.
 
 One module a concern: `limits` (the version and every bound), `env` (what a harness may not
 set), `names` (repo names, globs, case paths), `spec` (a harness version and its digest),
 `services` (a harness's services), `features` (what a runner can do, what a job needs),
 `jobs` (what a lease grants), `results` (what the runner reports), `replies` (what the server
-answers), `trace` and `world` (the tools of protocol 3). Every name is here too.
+answers), `trace` and `world` (the tools of protocol 3), `verifying` (protocol 4: the
+verifier, protected paths, hidden files, budgets, phases) and `agents` (the agent CLIs and
+their presets). Every name of protocols 1 to 3 is here too; protocol 4's are imported from
+their modules.
 """
 
 from __future__ import annotations

@@ -12,14 +12,31 @@ from typing import Literal, get_args
 
 from runnercli.protocol.spec import STREAM_OUTPUTS, HarnessSpec
 
-Feature = Literal["repo", "artifacts", "trace", "screens", "services", "judge", "slots", "files"]
+Feature = Literal[
+    "repo",
+    "artifacts",
+    "trace",
+    "screens",
+    "services",
+    "judge",
+    "slots",
+    "files",
+    # Protocol 4: the verifier (with protected paths and hidden files), budgets, a clean
+    # agent configuration, raw bytes beside the MCP call.
+    "verify",
+    "limits",
+    "agent_config",
+    "raw_upload",
+]
 FEATURES: tuple[str, ...] = get_args(Feature)
 MAX_FEATURES = 32
 
 
 def spec_features(spec: HarnessSpec) -> list[str]:
     """The features a runner needs to run a case of this harness: one per protocol-3 key it
-    sets (`repo`, `artifacts`, a streamed `output` → `trace`, `services`, `slots`)."""
+    sets (`repo`, `artifacts`, a streamed `output` → `trace`, `services`, `slots`) and
+    protocol-4 key (`verify` or `protect` → `verify`, `limits`, `agent_config: clean`). A case
+    with hidden files needs `verify` too (the job says so)."""
     needed = []
     if spec.repo is not None:
         needed.append("repo")
@@ -31,6 +48,12 @@ def spec_features(spec: HarnessSpec) -> list[str]:
         needed.append("services")
     if spec.slots is not None:
         needed.append("slots")
+    if spec.verify is not None or spec.protect is not None:
+        needed.append("verify")
+    if spec.limits is not None:
+        needed.append("limits")
+    if spec.agent_config == "clean":
+        needed.append("agent_config")
     return sorted(needed)
 
 

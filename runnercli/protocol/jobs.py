@@ -54,6 +54,9 @@ class CaseJob(BaseModel):
     kind: Literal["case", "judge"] = "case"
     judge: JudgeInput | None = None
     git_sha: str | None = None
+    # Protocol 4: the case's hidden files (`{path: content}`), beside the case and never in
+    # it: written into the worktree once the agent has ended, before the verifier runs.
+    hidden: dict[str, str] | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Lease(BaseModel):

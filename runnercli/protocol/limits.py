@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-# Protocol 3 adds the case's world (repo, artifacts, trace, screens, services, judges): a job
-# needs protocol 3 only through the runner features its harness uses (`protocol.features`).
-PROTOCOL_VERSION = 3
+# Protocol 3 adds the case's world (repo, artifacts, trace, screens, services, judges), protocol
+# 4 the verifier, budgets, a clean agent configuration and raw uploads: a job needs either only
+# through the runner features its harness uses (`protocol.features`).
+PROTOCOL_VERSION = 4
 
 MAX_OUTPUT_BYTES = 1024 * 1024
 MAX_STDERR_TAIL_BYTES = 64 * 1024

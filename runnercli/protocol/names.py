@@ -64,16 +64,17 @@ def repo_capability(name: str) -> str:
     return REPO_CAPABILITY_PREFIX + name
 
 
-def check_globs(globs: Sequence[str]) -> list[str]:
-    """Return `globs` if every one is acceptable; raise GlobError naming the first that is not."""
+def check_globs(globs: Sequence[str], what: str = "artifacts") -> list[str]:
+    """Return `globs` if every one is acceptable; raise GlobError naming the first that is not
+    (`what` is the key they are under: `artifacts`, `protect`)."""
     if isinstance(globs, str) or not isinstance(globs, Sequence):
-        raise GlobError("artifacts must be a list of globs")
+        raise GlobError(f"{what} must be a list of globs")
     if len(globs) > MAX_GLOBS:
-        raise GlobError(f"artifacts may list at most {MAX_GLOBS} globs, not {len(globs)}")
+        raise GlobError(f"{what} may list at most {MAX_GLOBS} globs, not {len(globs)}")
     for glob in globs:
         problem = _glob_problem(glob)
         if problem:
-            raise GlobError(f"artifacts glob {glob!r} {problem}")
+            raise GlobError(f"{what} glob {glob!r} {problem}")
     return list(globs)
 
 

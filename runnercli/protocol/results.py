@@ -20,6 +20,13 @@ from runnercli.protocol.limits import (
 )
 from runnercli.protocol.names import CasePathError, check_case_path
 from runnercli.protocol.received import Received
+from runnercli.protocol.verifying import (
+    MAX_TAMPERED_PATHS,
+    Phases,
+    Stopped,
+    TamperedPath,
+    VerifyReport,
+)
 
 ToolName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,39}$")]
 ToolVersion = Annotated[str, Field(max_length=MAX_TOOL_VERSION_CHARS)]
@@ -100,6 +107,14 @@ class CaseResult(Received):
     artifacts: list[ArtifactRef] | None = Field(
         default=None, exclude_if=lambda v: v is None, max_length=MAX_ARTIFACTS_PER_RESULT
     )
+    # Protocol 4: what the verifier said, the protected paths the agent changed, what stopped
+    # the agent, and the time each phase took.
+    verify: VerifyReport | None = Field(default=None, exclude_if=lambda v: v is None)
+    tampered: list[TamperedPath] | None = Field(
+        default=None, exclude_if=lambda v: v is None, max_length=MAX_TAMPERED_PATHS
+    )
+    stopped: Stopped | None = Field(default=None, exclude_if=lambda v: v is None)
+    phases: Phases | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _bounded(self) -> CaseResult:

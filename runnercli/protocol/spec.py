@@ -14,6 +14,7 @@ from runnercli.protocol.limits import MAX_CAPABILITY_CHARS, MAX_PLAIN_CAPABILITY
 from runnercli.protocol.names import check_globs, check_repo_name, repo_capability
 from runnercli.protocol.received import Received
 from runnercli.protocol.services import ServiceSpec, check_services
+from runnercli.protocol.verifying import LimitsSpec, VerifySpec
 
 # A plain name (`claude`, `docker`), or `repo:OWNER/NAME` for a repo the runner maps.
 CAPABILITY_RE = re.compile(
@@ -32,21 +33,6 @@ def is_capability(name: str) -> bool:
 Capability = Annotated[str, Field(pattern=CAPABILITY_RE.pattern, max_length=MAX_CAPABILITY_CHARS)]
 
 
-class RetryOn(Received):
-    """How a harness's tool says "rate limited": an exit code, or a stderr line matching
-    `stderr_regex` (RE2). The wait comes from a `retry_after_s` field of its JSON output or
-    the regex's named group `retry_after` (seconds)."""
-
-    exit_codes: list[int] = Field(default_factory=list, max_length=32)
-    stderr_regex: str = Field(default="", max_length=1000)
-
-    @model_validator(mode="after")
-    def _says_something(self) -> RetryOn:
-        if not self.exit_codes and not self.stderr_regex:
-            raise ValueError("retry_on needs exit_codes, a stderr_regex, or both")
-        return self
-
-
 def _unset(value: object) -> bool:
     return value is None
 
@@ -54,6 +40,24 @@ def _unset(value: object) -> bool:
 def _optional(**kwargs: object) -> Any:
     """A protocol-3 key: absent from the spec's JSON (and its digest) while unset."""
     return Field(default=None, exclude_if=_unset, **kwargs)  # type: ignore[call-overload]
+
+
+class RetryOn(Received):
+    """How a harness's tool says "rate limited": an exit code, a stderr line matching
+    `stderr_regex`, or (protocol 4) a line of its output matching `output_regex` (RE2; an
+    agent CLI prints its plan limit in its stream). The wait comes from a `retry_after_s`
+    field of its JSON output, the regex's named group `retry_after` (seconds), or its named
+    group `reset` (a clock time as the tool prints it, in the runner's time zone)."""
+
+    exit_codes: list[int] = Field(default_factory=list, max_length=32)
+    stderr_regex: str = Field(default="", max_length=1000)
+    output_regex: str | None = _optional(max_length=1000)
+
+    @model_validator(mode="after")
+    def _says_something(self) -> RetryOn:
+        if not self.exit_codes and not self.stderr_regex and not self.output_regex:
+            raise ValueError("retry_on needs exit_codes, a stderr_regex or an output_regex")
+        return self
 
 
 class JudgeCommand(Received):
@@ -72,7 +76,8 @@ class JudgeCommand(Received):
 
 
 class Grader(Received):
-    type: Literal["exact", "contains", "regex", "json_equals", "exit_code", "judge"]
+    # `verify` (protocol 4): the verifier's outcome decides (the server reads it).
+    type: Literal["exact", "contains", "regex", "json_equals", "exit_code", "judge", "verify"]
     field: str | None = Field(default=None, max_length=200)
     # A `judge` grader (protocol 3): a rubric, the judge's command, and how many judges vote.
     rubric: str | None = _optional(max_length=20_000)
@@ -125,6 +130,14 @@ class HarnessSpec(Received):
     services: dict[str, ServiceSpec] | None = _optional()
     # How many of the runner's `--max-concurrent` slots one case takes (a browser case: 2).
     slots: int | None = _optional(ge=1, le=16)
+    # Protocol 4: the verifier, the paths the agent must not change and what a change does,
+    # budgets stopping the agent, and whether an agent CLI runs with the member's own
+    # configuration or a clean one carrying only their login.
+    verify: VerifySpec | None = _optional()
+    protect: list[Annotated[str, Field(max_length=200)]] | None = _optional(max_length=32)
+    on_tamper: Literal["fail", "flag"] | None = _optional()
+    limits: LimitsSpec | None = _optional()
+    agent_config: Literal["member", "clean"] | None = _optional()
 
     @field_validator("command")
     @classmethod
@@ -143,6 +156,11 @@ class HarnessSpec(Received):
     def _globs(cls, artifacts: list[str] | None) -> list[str] | None:
         return None if artifacts is None else check_globs(artifacts)
 
+    @field_validator("protect")
+    @classmethod
+    def _protected(cls, protect: list[str] | None) -> list[str] | None:
+        return None if protect is None else check_globs(protect, "protect")
+
     @field_validator("services")
     @classmethod
     def _services(cls, services: dict[str, ServiceSpec] | None) -> dict[str, ServiceSpec] | None:
@@ -152,6 +170,32 @@ class HarnessSpec(Received):
     def _repo_for_repo_services(self) -> HarnessSpec:
         if self.repo is None and any(s.cwd == "repo" for s in (self.services or {}).values()):
             raise ValueError("a service with cwd: repo needs the harness's repo")
+        return self
+
+    @model_validator(mode="after")
+    def _verifying_needs_repo(self) -> HarnessSpec:
+        if self.repo is None:
+            for key in ("verify", "protect", "on_tamper"):
+                if getattr(self, key) is not None:
+                    raise ValueError(f"{key} needs the harness's repo: it acts on its worktree")
+        if self.on_tamper is not None and self.protect is None:
+            raise ValueError("on_tamper needs protect: the paths the agent must not change")
+        return self
+
+    @model_validator(mode="after")
+    def _limits_the_stream_can_tell(self) -> HarnessSpec:
+        limits = self.limits
+        if limits is not None and limits.max_cost_usd is not None and self.output == "codex-jsonl":
+            raise ValueError(
+                "limits.max_cost_usd cannot be enforced on codex-jsonl: Codex reports no cost "
+                "(use max_tokens or max_turns)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _verify_grader_has_verifier(self) -> HarnessSpec:
+        if self.grader.type == "verify" and self.verify is None:
+            raise ValueError("a grader of type verify needs the harness's verify")
         return self
 
     def required_capabilities(self) -> list[str]:
@@ -167,15 +211,25 @@ class HarnessSpec(Received):
 
 # The keys of protocol 1 and 2 that every digest covers; a later key counts once it is set.
 _DIGEST_KEYS = {"command", "env", "timeout_s", "output", "grader"}
-_LATER_KEYS = {"repo", "artifacts", "services", "slots"}
+_LATER_KEYS = {
+    "repo",
+    "artifacts",
+    "services",
+    "slots",
+    "verify",
+    "protect",
+    "on_tamper",
+    "limits",
+    "agent_config",
+}
 
 
 def harness_digest(spec: HarnessSpec) -> str:
     """The digest of what a harness version executes: the canonical JSON of its argv
     template, environment, timeout, output and grader, and of each later key it sets (repo,
-    artifacts, services, slots) — SHA-256. A key left unset adds nothing, so every digest of
-    a spec without them (and every consent pinned to one) stays as it was. Consent pins it;
-    every result's fingerprint carries it."""
+    artifacts, services, slots; verify, protect, on_tamper, limits, agent_config) — SHA-256.
+    A key left unset adds nothing, so every digest of a spec without them (and every consent
+    pinned to one) stays as it was. Consent pins it; every result's fingerprint carries it."""
     keys = _DIGEST_KEYS | {key for key in _LATER_KEYS if getattr(spec, key) is not None}
     content = spec.model_dump(mode="json", include=keys)
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
