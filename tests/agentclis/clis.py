@@ -50,11 +50,18 @@ class AgentHome:
     def codex_home(self) -> Path:
         return self.home / ".codex"
 
+    @property
+    def temporary(self) -> Path:
+        """The CLIs' temporary directory: Codex refuses to make its helper binaries (its
+        sandbox among them) in a home under the temporary directory, and a checkout may
+        itself lie under /tmp."""
+        return self.root / "tmp"
+
 
 @contextmanager
 def agent_home() -> Iterator[AgentHome]:
     made = AgentHome(HOMES / uuid.uuid4().hex[:12])
-    for path in (made.home, made.claude_config, made.codex_home):
+    for path in (made.home, made.claude_config, made.codex_home, made.temporary):
         path.mkdir(parents=True)
     try:
         yield made
@@ -123,7 +130,11 @@ def claude_env(
 
 
 def codex_env(home: AgentHome, **extra: str | None) -> dict[str, str]:
-    settings = {"CODEX_HOME": str(home.codex_home), "SCRIPTED_KEY": "sk-scripted"}
+    settings = {
+        "CODEX_HOME": str(home.codex_home),
+        "SCRIPTED_KEY": "sk-scripted",
+        "TMPDIR": str(home.temporary),
+    }
     return base_env(home, **{**settings, **extra})
 
 

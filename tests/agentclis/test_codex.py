@@ -5,6 +5,7 @@ about it."""
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -99,10 +100,11 @@ def test_it_runs_a_command_and_patches_a_file_in_the_repo(
 
 
 def test_worktree_sandbox_writes_only_inside_the_repo_and_tmp_without_network(
-    home: AgentHome, repo: Path, serve: Any
+    home: AgentHome, repo: Path, serve: Any, outside_tmp: Path
 ) -> None:
-    # Not under /tmp, which the sandbox leaves writable (the test's repo is there too).
-    outside = home.root / "outside.txt"
+    # Not under /tmp, which the sandbox leaves writable (the test's repo is there too, and
+    # the checkout may be).
+    outside = outside_tmp / "outside.txt"
     endpoint = serve(ResponsesEndpoint([]))
     add_outside = f"*** Begin Patch\n*** Add File: {outside}\n+escaped\n*** End Patch\n"
     endpoint.scripts[""] = [
@@ -203,6 +205,14 @@ def test_a_stream_that_fails_is_retried_then_fails_the_turn(
     assert len(endpoint.requests()) == 6
 
 
+@pytest.fixture
+def outside_tmp() -> Iterator[Path]:
+    """A directory of the machine's outside /tmp (and outside the checkout, which may lie
+    under /tmp): where the sandbox must not let the agent write."""
+    with tempfile.TemporaryDirectory(dir="/var/tmp", prefix="everdict-outside-") as made:
+        yield Path(made)
+
+
 def test_version_is_on_stdout_and_a_home_under_tmp_warns_on_stderr(home: AgentHome) -> None:
     done = run([str(CODEX_BIN), "--version"], cwd=home.home, env=codex_env(home))
     assert (done.returncode, done.stdout, done.stderr) == (0, f"codex-cli {CODEX.version}\n", "")
@@ -210,7 +220,7 @@ def test_version_is_on_stdout_and_a_home_under_tmp_warns_on_stderr(home: AgentHo
     with tempfile.TemporaryDirectory(dir="/tmp") as temporary:
         under_tmp = Path(temporary) / "codex"
         under_tmp.mkdir()
-        env = base_env(home, CODEX_HOME=str(under_tmp))
+        env = base_env(home, CODEX_HOME=str(under_tmp), TMPDIR="/tmp")
         warned = run([str(CODEX_BIN), "--version"], cwd=home.home, env=env)
     assert (warned.returncode, warned.stdout) == (0, f"codex-cli {CODEX.version}\n")
     assert warned.stderr == (
