@@ -154,7 +154,7 @@ def test_hello_says_which_runner_the_token_belongs_to(
     )
     assert reply["label"] == "paired"
     assert reply["owner"] == "alice"
-    assert reply["server_protocol"] == 3
+    assert reply["server_protocol"] == 4
     assert reply["update_required"] is False
 
 
