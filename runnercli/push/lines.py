@@ -37,9 +37,14 @@ def compose(text: str) -> yaml.Node | None:
     try:
         return yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
+        # A problem found at the end of the file is something left open (a bracket, a
+        # quote): the line that opened it is where the mistake is read.
+        mark = exc.problem_mark
+        if mark is None or (mark.index >= len(text.rstrip()) and exc.context_mark is not None):
+            mark = exc.context_mark
         line = mark.line + 1 if mark is not None else 1
-        raise FileProblem(line, f"not valid YAML: {exc.problem or exc.context}") from exc
+        said = f"{exc.problem} ({exc.context})" if exc.context else exc.problem
+        raise FileProblem(line, f"not valid YAML: {said}") from exc
     except yaml.YAMLError as exc:
         raise FileProblem(1, f"not valid YAML: {exc}") from exc
 
