@@ -77,7 +77,8 @@ async def _push(server: str, api_key: str, workspace: str | None, tree: Tree, dr
                 dry_run=dry,
             )
     except SubmitError as exc:
-        click.echo(f"✗ {str(exc).removeprefix('push_catalog: ')}", err=True)
+        for problem in str(exc).removeprefix("push_catalog: ").splitlines():
+            click.echo(f"✗ {problem}", err=True)
         click.echo("nothing was created", err=True)
         return EXIT_REFUSED
     for item in reply["files"]:

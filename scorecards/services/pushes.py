@@ -185,7 +185,8 @@ def _checked(harnesses: list[HarnessFile], datasets: list[DatasetFile]) -> list[
                 lines = item.lines if isinstance(item, DatasetFile) else None
                 problems += _located(exc, item.file, lines)
     if problems:
-        raise Invalid({"detail": problems})
+        # One problem a line: a person fixes them in order, file by file.
+        raise Invalid({"detail": "\n".join(problems)})
     return checked
 
 

@@ -105,10 +105,9 @@ class HarnessForm(forms.Form):
         kind = data["kind"]
         if kind == "json":
             try:
-                source = json.loads(data.get("spec") or "")
+                return json.loads(data.get("spec") or "")
             except ValueError as exc:
                 raise forms.ValidationError(f"Not valid JSON: {exc}") from exc
-            return source
         source: dict[str, Any] = {}
         if kind == "command":
             source["command"] = _argv(data.get("command") or "")

@@ -124,7 +124,9 @@ def test_a_bad_file_refuses_the_push_naming_file_and_line_and_nothing_is_created
     files["harnesses"].append(HarnessFile(".everdict/harnesses/bad.yaml", "bad", {"agent": {}}))
     with pytest.raises(Invalid) as refused:
         push(alice, **files)
-    problems = refused.value.detail["detail"]
+    detail = refused.value.detail
+    assert isinstance(detail, dict)
+    problems = detail["detail"].splitlines()
     assert problems[0].startswith(".everdict/harnesses/bad.yaml: agent.cli: Field required")
     assert (
         ".everdict/datasets/qa.jsonl:2: cases[1].key: String should have at least 1"
