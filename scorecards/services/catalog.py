@@ -243,7 +243,7 @@ def _refuse_backtracking_patterns(cases: list[CaseIn]) -> None:
 
 
 def dataset_create(
-    *, user: User, workspace_slug: str, name: str, cases: list[dict[str, Any]]
+    *, user: Any, workspace_slug: str, name: str, cases: list[dict[str, Any]]
 ) -> DatasetVersion:
     """Store a new immutable version of a dataset (admin) with its cases, in order."""
     membership = require_role(user=user, slug=workspace_slug, role=Role.ADMIN)

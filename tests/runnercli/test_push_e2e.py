@@ -84,6 +84,7 @@ def test_pushed_twice_then_one_changed_file_then_a_yaml_error(
         assert "pushed to acme: 3 created" in first.stdout
         assert versions() == [("echo", 1), ("fixer", 1), ("qa", 1)]
         fixer = HarnessVersion.objects.get(name="fixer")
+        assert fixer.source is not None
         assert fixer.source["agent"]["model"] == "claude-sonnet-4-5"
         assert fixer.spec["output"] == "claude-stream-json"
 
