@@ -66,6 +66,13 @@ def summary_line(reply: dict[str, Any]) -> str:
     return f"pushed to {reply['workspace']}: {said}"
 
 
+def _refusal(text: str) -> str:
+    """The server's reasons, without the names of the call they came back from."""
+    for prefix in ("push_catalog: ", "Error executing tool push_catalog: "):
+        text = text.removeprefix(prefix)
+    return text
+
+
 async def _push(server: str, api_key: str, workspace: str | None, tree: Tree, dry: bool) -> int:
     try:
         async with PersonalApi(server, api_key) as api:
@@ -77,7 +84,7 @@ async def _push(server: str, api_key: str, workspace: str | None, tree: Tree, dr
                 dry_run=dry,
             )
     except SubmitError as exc:
-        for problem in str(exc).removeprefix("push_catalog: ").splitlines():
+        for problem in _refusal(str(exc)).splitlines():
             click.echo(f"✗ {problem}", err=True)
         click.echo("nothing was created", err=True)
         return EXIT_REFUSED

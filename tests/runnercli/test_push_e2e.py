@@ -16,7 +16,9 @@ from runners.services import runner_pair
 from scorecards.models import DatasetVersion, HarnessVersion, Run
 from tests.live import LiveServer, daphne
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+# The CLI and the tool end to end; the push's one transaction is the service's, tested on
+# both engines (tests/scorecards/test_push.py): one database pass runs these.
+pytestmark = [pytest.mark.e2e, pytest.mark.once, pytest.mark.django_db(transaction=True)]
 
 ECHO = """\
 command: [python, -c, "print('{input.text}')"]
@@ -114,27 +116,20 @@ def test_pushed_twice_then_one_changed_file_then_a_yaml_error(
         assert versions() == [("echo", 1), ("echo", 2), ("fixer", 1), ("qa", 1)]
 
 
-def test_a_case_the_server_refuses_is_named_by_its_line_and_nothing_is_created(
-    key: str, repo: Path, tmp_path: Path
+def test_what_the_server_refuses_is_named_by_file_and_line_and_nothing_is_created(
+    key: str, bob: Any, repo: Path, tmp_path: Path
 ) -> None:
     write(repo, {"datasets/qa.jsonl": CASES + '\n{"key": "a", "expected": "twice"}\n'})
     write(repo, {"datasets/more.jsonl": '{"key": "x"}\n{"key": "y", "input": 1, "oops": 2}\n'})
     with daphne(tmp_path) as server:
         refused = cli(server, key, repo, "push")
+        member = cli(server, api_key_create(user=bob).key, repo, "push", "--workspace", "acme")
     assert refused.returncode == 2
-    assert ".everdict/datasets/more.jsonl:2: cases[1].oops: Extra inputs" in refused.stderr
-    assert ".everdict/datasets/qa.jsonl: Duplicate case keys: 'a'." in refused.stderr
+    assert "✗ .everdict/datasets/more.jsonl:2: cases[1].oops: Extra inputs" in refused.stderr
+    assert "✗ .everdict/datasets/qa.jsonl: Duplicate case keys: 'a'." in refused.stderr
     assert "nothing was created" in refused.stderr
-    assert versions() == []
-
-
-def test_a_member_who_is_not_an_admin_is_refused(
-    bob: Any, workspace: Any, repo: Path, tmp_path: Path
-) -> None:
-    with daphne(tmp_path) as server:
-        refused = cli(server, api_key_create(user=bob).key, repo, "push", "--workspace", "acme")
-    assert refused.returncode == 2
-    assert "This needs the admin role in workspace 'acme'." in refused.stderr
+    assert member.returncode == 2
+    assert "This needs the admin role in workspace 'acme'." in member.stderr
     assert versions() == []
 
 
