@@ -7,7 +7,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
 
-.PHONY: install test lint test-sqlite test-postgres demo serve bench browser-deps systemd-deps node-deps oidc-deps chart-deps docker-deps agent-deps clean
+.PHONY: install test lint docs screenshots test-sqlite test-postgres demo serve bench browser-deps systemd-deps node-deps oidc-deps chart-deps docker-deps agent-deps clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python >= 3.11 is required"; exit 1; }
@@ -130,6 +130,16 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mkdocs build --strict --quiet
+
+# The documentation site, from docs/ into var/site (open var/site/index.html).
+docs: install
+	$(VENV)/bin/mkdocs build --strict
+
+# The docs' pictures, taken again from the real pages by the browser tests that take them.
+screenshots: install browser-deps agent-deps
+	EVERDICT_UPDATE_SCREENSHOTS=1 $(VENV)/bin/pytest -q tests/browser/test_run_page.py \
+		tests/browser/test_agent_harness.py
 
 test-sqlite: install
 	$(VENV)/bin/pytest

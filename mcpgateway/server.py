@@ -19,6 +19,7 @@ from mcpgateway.auth import EverdictTokenVerifier
 from mcpgateway.blob_tools import BLOB_TOOLS
 from mcpgateway.calls import guarded
 from mcpgateway.case_trace_tools import CASE_TRACE_TOOLS
+from mcpgateway.catalog_tools import CATALOG_TOOLS
 from mcpgateway.fs_tools import FS_PERSONAL_TOOLS, FS_RUNNER_TOOLS
 from mcpgateway.personal_tools import PERSONAL_TOOLS
 from mcpgateway.run_tools import RUN_TOOLS
@@ -42,7 +43,8 @@ Personal tools (a personal API key, evk_…): pair_runner, list_runners, revoke_
 list_api_keys, approve_device_pairing; start_run, get_run, list_results, list_runs,
 compare_runs, rerun, cancel_run; regrade_run, set_verdict, withdraw_verdict (score stored
 outputs again; a person's verdict on a case); get_case, get_artifact (a case whole, and the files it
-left); get_case_trace (what the agent did, step by step)."""
+left); get_case_trace (what the agent did, step by step); push_catalog (harness and dataset
+files pushed as one change: a new version only where the content changed)."""
 
 
 def strict_tool(fn: Callable[..., Any]) -> Tool:
@@ -80,6 +82,7 @@ def build_server() -> MCPServer:
                 *ARTIFACT_TOOLS,
                 *FS_PERSONAL_TOOLS,
                 *CASE_TRACE_TOOLS,
+                *CATALOG_TOOLS,
             ]
         ],
     )

@@ -1,6 +1,7 @@
 """`python -m runnercli` / `everdict-runner`: pair this machine, run cases, check the setup.
 
-Each command is a module of `runnercli.commands` (`submit`, for CI, is `runnercli.submit`).
+Each command is a module of `runnercli.commands` (`submit`, for CI, is `runnercli.submit`;
+`push`, a repo's harnesses and datasets, is `runnercli.push`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from runnercli.commands import (
     trust,
 )
 from runnercli.config import runnercli_version
+from runnercli.push.command import push
 from runnercli.submit import submit
 
 
@@ -39,6 +41,7 @@ for command in (
     harness_services.services,
     login_service.service,
     drain.drain,
+    push,
     submit,
 ):
     cli.add_command(command)

@@ -17,6 +17,7 @@ from typing import Any
 from runnercli.case.input import CASE_ENV, CASE_FILE_ENV
 from runnercli.config import CONFIG_ENV, TOKEN_ENV
 from runnercli.protocol import CaseJob, CaseRef, refused_env_keys
+from runnercli.protocol.presets import root_env
 
 # Any `{name}`: one the case or a stage fills is replaced, any other is left as it is.
 PLACEHOLDER = re.compile(r"\{([A-Za-z][A-Za-z0-9_.-]*)\}")
@@ -59,11 +60,13 @@ def render_argv(
 
 def case_env(job: CaseJob, added: Mapping[str, str]) -> dict[str, str]:
     """The harness environment: ours, minus the runner's secrets (and any case variable it
-    inherited), plus the spec's and what the case's stages add."""
+    inherited), plus what an agent CLI run with `bypass` needs as root, the spec's and what
+    the case's stages add."""
     if refused := refused_env_keys(job.harness.spec.env):
         # Consent refuses such a job before it gets here; this stays true for any caller.
         raise StartError(f"the harness may not set {', '.join(refused)}")
     env = dict(_inherited_env())
+    env.update(root_env(job.harness.spec.command))
     env.update(job.harness.spec.env)
     env.update(added)
     return env

@@ -16,9 +16,9 @@ set), `names` (repo names, globs, case paths), `spec` (a harness version and its
 `services` (a harness's services), `features` (what a runner can do, what a job needs),
 `jobs` (what a lease grants), `results` (what the runner reports), `replies` (what the server
 answers), `trace` and `world` (the tools of protocol 3), `verifying` (protocol 4: the
-verifier, protected paths, hidden files, budgets, phases) and `agents` (the agent CLIs and
-their presets). Every name of protocols 1 to 3 is here too; protocol 4's are imported from
-their modules.
+verifier, protected paths, hidden files, budgets, phases), `agents` (the agent CLIs) and
+`presets` (a harness written as an agent preset, and its expansion). Every name of protocols
+1 to 3 is here too; protocol 4's are imported from their modules.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""`python -m runnercli submit`: a scorecard run from CI (`command`), its personal API
-(`api`), its metadata, following and judging the run (`run`), and `--here`."""
+"""`python -m runnercli submit`: a scorecard run from CI (`command`), its metadata, following
+and judging the run (`run`), `--here`, and `--harness-file` (`harness_file`)."""
 
 from runnercli.submit.command import submit
 

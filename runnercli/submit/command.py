@@ -2,9 +2,9 @@
 
 Authenticated by a personal API key (`--api-key` / `$EVERDICT_API_KEY`), through the personal
 MCP tools (`start_run`, `get_run`, `compare_runs`, `cancel_run`; `pair_runner` and
-`revoke_runner` for `--here`). Exit codes: 0 passed; 1 under `--fail-under`, a regression
-against the baseline, or the run ended failed or canceled; 2 usage, authentication or server
-error. SIGINT/SIGTERM while waiting cancels the run.
+`revoke_runner` for `--here`; `push_catalog` for `--harness-file`). Exit codes: 0 passed; 1
+under `--fail-under`, a regression against the baseline, or the run ended failed or canceled;
+2 usage, authentication or server error. SIGINT/SIGTERM while waiting cancels the run.
 """
 
 from __future__ import annotations
@@ -13,12 +13,14 @@ import asyncio
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
+from runnercli.client.personal import PersonalApi, SubmitError
 from runnercli.config import SERVER_ENV
-from runnercli.submit.api import PersonalApi, SubmitError
+from runnercli.submit.harness_file import push_harness_file
 from runnercli.submit.here import run_here
 from runnercli.submit.metadata import detected_metadata, given_metadata
 from runnercli.submit.options import API_KEY_ENV, EXIT_ERROR, EXIT_PASSED, Options
@@ -28,6 +30,8 @@ from runnercli.submit.run import Follow, announce, start_args, verdict
 async def _submit(options: Options) -> int:
     try:
         async with PersonalApi(options.server, options.api_key) as api:
+            if options.harness_file is not None:
+                await push_harness_file(api, options)
             if options.here:
                 return await run_here(api, options)
             run = await api.call("start_run", **start_args(options, options.runtime))
@@ -51,7 +55,12 @@ def _baseline(value: str | None) -> str | None:
 @click.option("--server", envvar=SERVER_ENV, required=True, help="Base URL ($EVERDICT_SERVER).")
 @click.option("--api-key", envvar=API_KEY_ENV, required=True, help=f"evk_… (${API_KEY_ENV}).")
 @click.option("--workspace", required=True)
-@click.option("--harness", required=True, help="Name, or name@version.")
+@click.option("--harness", help="Name, or name@version.")
+@click.option(
+    "--harness-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A harness file (.everdict/harnesses/NAME.yaml): pushed, then run at its version.",
+)
 @click.option("--dataset", required=True, help="Name, or name@version.")
 @click.option("--runtime", default="self:any", show_default=True, help="self:any or self:<id>.")
 @click.option("--repeats", type=click.IntRange(1, 20), default=1, show_default=True)
@@ -73,7 +82,9 @@ def submit(**given: Any) -> None:
     server = given["server"].rstrip("/")
     if not server.startswith(("http://", "https://")):
         raise click.BadParameter(f"{server!r} is not an http(s) URL", param_hint="--server")
-    harness, harness_version = _name_version(given["harness"], "--harness")
+    if (given["harness"] is None) == (given["harness_file"] is None):
+        raise click.BadParameter("give --harness or --harness-file", param_hint="--harness")
+    harness, harness_version = _name_version(given["harness"] or "", "--harness")
     dataset, dataset_version = _name_version(given["dataset"], "--dataset")
     metadata = detected_metadata(dict(os.environ)) | given_metadata(given["metadata_pairs"])
     if len(json.dumps(metadata).encode()) > 4096:
@@ -95,6 +106,7 @@ def submit(**given: Any) -> None:
         here=given["here"],
         poll_s=given["poll_s"],
         metadata=metadata,
+        harness_file=given["harness_file"],
     )
     sys.exit(asyncio.run(_submit(options)))
 

@@ -15,11 +15,11 @@ import sys
 
 from runnercli.case.consent.settings import ConsentSettings
 from runnercli.client import RunnerClient
+from runnercli.client.personal import PersonalApi
 from runnercli.commands.loop import RunnerLoop
 from runnercli.config import detected_capabilities, os_name
 from runnercli.console.status import StatusLine
 from runnercli.options import RunOptions
-from runnercli.submit.api import PersonalApi
 from runnercli.submit.options import Options
 from runnercli.submit.run import Follow, announce, say, start_args, verdict
 

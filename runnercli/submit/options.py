@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-API_KEY_ENV = "EVERDICT_API_KEY"
+from runnercli.client.personal import API_KEY_ENV
+
 EXIT_PASSED = 0
 EXIT_FAILED = 1
 EXIT_ERROR = 2
+
+__all__ = ["API_KEY_ENV", "EXIT_ERROR", "EXIT_FAILED", "EXIT_PASSED", "Options"]
 
 
 @dataclass
@@ -29,3 +33,5 @@ class Options:
     metadata: dict[str, Any] = field(default_factory=dict)
     harness_version: int | None = None
     dataset_version: int | None = None
+    # A harness file pushed first (`--harness-file`): the run uses the version it is.
+    harness_file: Path | None = None

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from runnercli.submit.api import PersonalApi, SubmitError
+from runnercli.client.personal import PersonalApi, SubmitError
 from runnercli.submit.options import EXIT_FAILED, EXIT_PASSED, Options
 
 TERMINAL = ("succeeded", "failed", "canceled")

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, RootModel
 
 from core.replies import Reply, Timestamp
 from scorecards.models import DatasetVersion, HarnessVersion
 from scorecards.selectors.catalog import DatasetEntry, HarnessEntry
+from scorecards.services.pushes import Pushed
 
 
 class HarnessReply(Reply):
     name: str
     version: int
-    spec: dict[str, Any]
+    spec: dict[str, Any] = Field(description="What a case runs: the expansion of a preset.")
+    source: dict[str, Any] | None = Field(
+        description="What the author wrote, when it was an agent preset (null otherwise)."
+    )
     created_at: Timestamp
 
     @classmethod
@@ -23,6 +27,7 @@ class HarnessReply(Reply):
             name=harness.name,
             version=harness.version,
             spec=harness.spec,
+            source=harness.source,
             created_at=harness.created_at,
         )
 
@@ -69,3 +74,41 @@ class DatasetItem(DatasetReply):
 
 class DatasetItems(RootModel[list[DatasetItem]]):
     """The REST list of a workspace's datasets."""
+
+
+class PushItem(Reply):
+    """What a push did with one file: `created` (a new version), `unchanged` (the latest
+    version holds this content already) or `would create` (a dry run)."""
+
+    file: str
+    kind: Literal["harness", "dataset"]
+    name: str
+    status: Literal["created", "unchanged", "would create"]
+    version: int = Field(description="The version holding this content (or that would).")
+    previous: int | None = Field(description="The latest version before the push.")
+    changes: list[str] = Field(description="What differs from the previous version.")
+    harness: HarnessReply | None = Field(
+        default=None, description="The harness version, with its spec and source."
+    )
+
+    @classmethod
+    def of(cls, pushed: Pushed) -> PushItem:
+        harness = None if pushed.harness is None else HarnessReply.of(pushed.harness)
+        return cls(
+            file=pushed.file,
+            kind=pushed.kind,
+            name=pushed.name,
+            status=pushed.status,
+            version=pushed.version,
+            previous=pushed.previous,
+            changes=pushed.changes,
+            harness=harness,
+        )
+
+
+class PushReply(Reply):
+    """A push of a tree of harness and dataset files, file by file."""
+
+    workspace: str
+    dry_run: bool
+    files: list[PushItem]

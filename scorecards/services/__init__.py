@@ -5,6 +5,7 @@ One service per action, shared by the pages, the REST API and the MCP tools.
 
 from scorecards.services.catalog import dataset_create, dataset_parse_jsonl, harness_create
 from scorecards.services.leases import lease_hand_back, lease_heartbeat
+from scorecards.services.pushes import DatasetFile, HarnessFile, catalog_push
 from scorecards.services.reruns import RERUN_CHOICES, rerun_cases, run_rerun
 from scorecards.services.results import (
     failure_report,
@@ -38,6 +39,9 @@ __all__ = [
     "MAX_REPEATS",
     "RERUN_CHOICES",
     "SCHEDULER_STEPS",
+    "DatasetFile",
+    "HarnessFile",
+    "catalog_push",
     "dataset_create",
     "dataset_parse_jsonl",
     "failure_report",

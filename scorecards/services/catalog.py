@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from core.errors import Invalid
 from core.jsonbounds import MAX_JSON_DEPTH, json_depth_within, loads_bounded
 from runnercli.protocol import HarnessSpec
+from runnercli.protocol.presets import expand, is_preset
 from scorecards.models import Case, DatasetVersion, HarnessVersion, Role, Workspace
 from scorecards.patterns import backtracking_only, pattern_refusal
 from scorecards.selectors.workspaces import require_role
@@ -108,7 +109,8 @@ def _messages(exc: ValidationError, prefix: str = "") -> list[str]:
     return lines
 
 
-def _check_name(name: Any) -> None:
+def check_name(name: Any) -> None:
+    """Refuse a harness or dataset name that is not 1-100 plain characters."""
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise Invalid(
             {
@@ -120,7 +122,7 @@ def _check_name(name: Any) -> None:
         )
 
 
-def _locked_workspace(workspace_id: int) -> Workspace:
+def locked_workspace(workspace_id: int) -> Workspace:
     # Serializes version numbering per workspace on PostgreSQL; SQLite writers are
     # already serialized (transactions BEGIN IMMEDIATE).
     return Workspace.objects.select_for_update().get(pk=workspace_id)
@@ -130,49 +132,80 @@ def _next_version(versions: QuerySet[Any]) -> int:
     return (versions.aggregate(top=Max("version"))["top"] or 0) + 1
 
 
-def _validated_spec(spec: Any) -> HarnessSpec:
+def validated_spec(spec: Any) -> HarnessSpec:
+    """The spec a harness version stores: as written, or the expansion of its agent preset."""
     if not isinstance(spec, dict):
         raise Invalid({"spec": ["Must be a JSON object."]})
-    if isinstance(spec.get("command"), str):
+    if isinstance(spec.get("command"), str) and not is_preset(spec):
         # The one mistake worth naming: commands are never run through a shell.
         raise Invalid(
             {"spec": ['command: must be an argv list such as ["python", "run.py"], not a string']}
         )
     try:
-        validated = HarnessSpec.model_validate(spec)
+        validated = expand(spec) if is_preset(spec) else HarnessSpec.model_validate(spec)
         _check_storable(validated.model_dump(mode="json"))
+        if is_preset(spec):
+            _check_storable(spec)
     except ValidationError as exc:
         raise Invalid({"spec": _messages(exc)}) from exc
     except ValueError as exc:
         raise Invalid({"spec": [str(exc)]}) from exc
-    if validated.retry_on is not None and validated.retry_on.stderr_regex:
-        refusal = pattern_refusal(validated.retry_on.stderr_regex)
-        if refusal is not None:
-            raise Invalid({"spec": [f"retry_on.stderr_regex: {refusal}"]})
+    _refuse_backtracking_retry(validated)
     return validated
+
+
+def _refuse_backtracking_retry(spec: HarnessSpec) -> None:
+    retry_on = spec.retry_on
+    for key in ("stderr_regex", "output_regex"):
+        pattern = getattr(retry_on, key, None)
+        if pattern and (refusal := pattern_refusal(pattern)) is not None:
+            raise Invalid({"spec": [f"retry_on.{key}: {refusal}"]})
+
+
+def harness_source(spec: Any) -> dict[str, Any] | None:
+    """What a version keeps of what its author wrote: the preset (null for a plain spec)."""
+    return dict(spec) if is_preset(spec) else None
 
 
 def harness_create(
     *, user: User, workspace_slug: str, name: str, spec: dict[str, Any]
 ) -> HarnessVersion:
-    """Store a new immutable version of a harness (admin); the spec is validated first."""
+    """Store a new immutable version of a harness (admin); the spec is validated first, and
+    a harness written as an agent preset is stored as its expansion, beside what was written."""
     membership = require_role(user=user, slug=workspace_slug, role=Role.ADMIN)
-    _check_name(name)
-    validated = _validated_spec(spec)
+    check_name(name)
+    validated = validated_spec(spec)
+    source = harness_source(spec)
     # Validation stays outside: the transaction holds SQLite's write lock.
     with transaction.atomic():
-        workspace = _locked_workspace(membership.workspace_id)
-        version = _next_version(HarnessVersion.objects.filter(workspace=workspace, name=name))
-        return HarnessVersion.objects.create(
-            workspace=workspace,
-            name=name,
-            version=version,
-            spec=validated.model_dump(mode="json"),
-            created_by=user,
+        workspace = locked_workspace(membership.workspace_id)
+        return harness_version_add(
+            workspace=workspace, name=name, spec=validated, source=source, user=user
         )
 
 
-def _validated_cases(cases: Any) -> list[CaseIn]:
+def harness_version_add(
+    *,
+    workspace: Workspace,
+    name: str,
+    spec: HarnessSpec,
+    source: dict[str, Any] | None,
+    user: User,
+) -> HarnessVersion:
+    """Add the next version of a harness, validated already, inside the caller's transaction
+    (which holds the workspace's row)."""
+    version = _next_version(HarnessVersion.objects.filter(workspace=workspace, name=name))
+    return HarnessVersion.objects.create(
+        workspace=workspace,
+        name=name,
+        version=version,
+        spec=spec.model_dump(mode="json"),
+        source=source,
+        created_by=user,
+    )
+
+
+def validated_cases(cases: Any) -> list[CaseIn]:
     if not isinstance(cases, list):
         raise Invalid({"cases": ["Must be a list of cases."]})
     if not cases:
@@ -214,26 +247,34 @@ def dataset_create(
 ) -> DatasetVersion:
     """Store a new immutable version of a dataset (admin) with its cases, in order."""
     membership = require_role(user=user, slug=workspace_slug, role=Role.ADMIN)
-    _check_name(name)
+    check_name(name)
     # Validating up to 100,000 cases stays outside: the transaction holds SQLite's write lock.
-    parsed = _validated_cases(cases)
+    parsed = validated_cases(cases)
     with transaction.atomic():
-        workspace = _locked_workspace(membership.workspace_id)
-        dataset = DatasetVersion.objects.create(
-            workspace=workspace,
-            name=name,
-            version=_next_version(DatasetVersion.objects.filter(workspace=workspace, name=name)),
-            created_by=user,
-            case_count=len(parsed),
-        )
-        Case.objects.bulk_create(
-            (
-                Case(dataset=dataset, position=i, key=c.key, input=c.input, expected=c.expected)
-                for i, c in enumerate(parsed)
-            ),
-            batch_size=_BULK_BATCH,
-        )
-        return dataset
+        workspace = locked_workspace(membership.workspace_id)
+        return dataset_version_add(workspace=workspace, name=name, cases=parsed, user=user)
+
+
+def dataset_version_add(
+    *, workspace: Workspace, name: str, cases: list[CaseIn], user: User
+) -> DatasetVersion:
+    """Add the next version of a dataset with its cases, validated already, inside the
+    caller's transaction (which holds the workspace's row)."""
+    dataset = DatasetVersion.objects.create(
+        workspace=workspace,
+        name=name,
+        version=_next_version(DatasetVersion.objects.filter(workspace=workspace, name=name)),
+        created_by=user,
+        case_count=len(cases),
+    )
+    Case.objects.bulk_create(
+        (
+            Case(dataset=dataset, position=i, key=c.key, input=c.input, expected=c.expected)
+            for i, c in enumerate(cases)
+        ),
+        batch_size=_BULK_BATCH,
+    )
+    return dataset
 
 
 def _refuse_constant(name: str) -> Any:

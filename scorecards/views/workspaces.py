@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django import forms
@@ -16,6 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from accounts.authentication import signed_in
 from core.errors import Invalid
 from scorecards.models import Role
+from scorecards.replies.harness_summary import HarnessSummary
 from scorecards.selectors.catalog import (
     dataset_histories,
     dataset_list,
@@ -26,6 +26,7 @@ from scorecards.selectors.runs import runs_latest
 from scorecards.selectors.workspaces import membership_for, memberships_of
 from scorecards.services import dataset_create, dataset_parse_jsonl, harness_create
 from scorecards.views.common import add_errors, page, run_row
+from scorecards.views.harness_form import HarnessForm, as_json
 
 # A dataset file is read into memory to be parsed; beyond this, use the API.
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
@@ -69,21 +70,6 @@ def run_list(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
-class HarnessForm(forms.Form):
-    name = forms.CharField(max_length=100)
-    spec = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 10, "spellcheck": "false", "class": "mono"}),
-        help_text='A JSON object: {"command": [...], "timeout_s": 600, "capabilities": [...], '
-        '"output": "text"|"json", "grader": {"type": "exact"}}.',
-    )
-
-    def clean_spec(self) -> Any:
-        try:
-            return json.loads(self.cleaned_data["spec"])
-        except ValueError as exc:
-            raise forms.ValidationError(f"Not valid JSON: {exc}") from exc
-
-
 class DatasetForm(forms.Form):
     name = forms.CharField(max_length=100)
     jsonl = forms.CharField(
@@ -120,7 +106,9 @@ def _catalogpage(
         histories = harness_histories(user=user, workspace_slug=slug)
         for history in histories:
             for version in history.versions:
-                version.spec_json = json.dumps(version.spec, indent=2)
+                version.summary = HarnessSummary.of(version)
+                version.spec_json = as_json(version.spec)
+                version.source_json = as_json(version.source) if version.source else ""
     else:
         histories = dataset_histories(user=user, workspace_slug=slug)
     return render(
@@ -143,16 +131,21 @@ def harnesses(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method != "POST":
         return _catalogpage(request, slug, template, HarnessForm())
     form = HarnessForm(request.POST)
+    if form.is_valid() and "show_json" in request.POST:
+        # The advanced view of what the fields say, to edit before saving.
+        spec = as_json(form.cleaned_data["source"])
+        shown = HarnessForm({**request.POST.dict(), "kind": "json", "spec": spec})
+        return _catalogpage(request, slug, template, shown)
     if form.is_valid():
         try:
             created = harness_create(
                 user=signed_in(request),
                 workspace_slug=slug,
                 name=form.cleaned_data["name"],
-                spec=form.cleaned_data["spec"],
+                spec=form.cleaned_data["source"],
             )
         except Invalid as exc:
-            add_errors(form, exc)
+            add_errors(form, exc, rename={"spec": form.spec_errors_field})
         else:
             messages.success(request, f"Harness {created} created.")
             return redirect(reverse("harnesses", args=[slug]) + f"#h-{created.name}")

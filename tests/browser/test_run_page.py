@@ -7,9 +7,7 @@ downloaded browser build.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,8 @@ import pytest
 from everdict.demo_seed import CASES, harness_spec
 from runners.services import runner_pair
 from scorecards.services import dataset_create, harness_create
-from tests.live import ROOT, daphne, runner_cli, scheduler
+from tests.browser.screenshots import keep
+from tests.live import daphne, runner_cli, scheduler
 from tests.required import CHROMIUM
 
 CHROMIUM_ARGS = [
@@ -154,7 +153,7 @@ def test_a_member_runs_on_their_own_machine_and_watches_it_live(
             assert "self-hosted · laptop · alice" in page.inner_text("#run-results")
             assert "4/4" in page.inner_text("#progress-text")
             assert page.locator("#cancel-form").is_hidden()
-            save_screenshot(page, tmp_path)
+            keep(page, "run-page.png")
 
             check_phone_width(browser, console, page, url, run_url)
 
@@ -169,17 +168,6 @@ def test_a_member_runs_on_their_own_machine_and_watches_it_live(
         assert code != 0
         assert "revoked" in runner.output()
     assert console.errors == []
-
-
-def save_screenshot(page: Any, tmp_path: Path) -> None:
-    """Keep the run page's picture; refresh the README's copy only when asked to (or missing),
-    so a test run leaves the checkout unchanged."""
-    shot = tmp_path / "run-page.png"
-    page.screenshot(path=str(shot), full_page=True)
-    docs_copy = ROOT / "docs" / "run-page.png"
-    if os.environ.get("EVERDICT_UPDATE_SCREENSHOTS") or not docs_copy.exists():
-        docs_copy.parent.mkdir(exist_ok=True)
-        shutil.copyfile(shot, docs_copy)
 
 
 def check_phone_width(browser: Any, console: Console, desktop: Any, url: str, run_url: str) -> None:

@@ -56,7 +56,7 @@ def test_the_cli_installed_alone_runs_with_no_django_present(tmp_path: Path) -> 
 
     help_text = _run([python, "-m", "runnercli", "--help"])
     assert help_text.returncode == 0, help_text.stderr
-    for command in ("pair", "run", "status", "doctor"):
+    for command in ("pair", "run", "status", "doctor", "push"):
         assert command in help_text.stdout
 
     run_help = _run([str(venv / "bin" / "everdict-runner"), "run", "--help"])
@@ -67,7 +67,8 @@ def test_the_cli_installed_alone_runs_with_no_django_present(tmp_path: Path) -> 
         [python, "-c",
          "import sys, runnercli.cli, runnercli.commands.loop, runnercli.case.jobs,"
          " runnercli.case.log, runnercli.case.delivery.batches, runnercli.client.backoff,"
-         " runnercli.console.exits, runnercli.client, runnercli.case.execute;"
+         " runnercli.console.exits, runnercli.client, runnercli.case.execute,"
+         " runnercli.push.command, runnercli.push.tree, runnercli.protocol.presets;"
          "server = {'django', 'everdict', 'runners', 'scorecards', 'mcpgateway'};"
          "print(sorted(m for m in sys.modules if m.split('.')[0] in server))"],
     )  # fmt: skip

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from runnercli.console.terminal import clean, quote_arg, quote_argv
 from runnercli.protocol import CaseJob, HarnessSpec, ServiceSpec
+from runnercli.protocol.presets import bypassing
 
 INDENT = " " * 15
 REF_WORDS = {
@@ -89,6 +90,19 @@ def _judge_lines(spec: HarnessSpec) -> list[str]:
         f"  judge:       {quote_argv(judge.command)}",
         f"{INDENT}(runs on your runners after each case, with the case's expected answer; "
         f"{votes} vote{'s' if votes != 1 else ''}, timeout {judge.timeout_s} s, needs {needs})",
+    ]
+
+
+def bypass_lines(command: list[str]) -> list[str]:
+    """An agent CLI told to skip every permission, said loudly: it may read, change and run
+    anything this user can, outside the case's directory too."""
+    agent = bypassing(command)
+    if agent is None:
+        return []
+    return [
+        f"  PERMISSIONS: BYPASS — {agent.tool} runs every tool and command WITHOUT ASKING and "
+        "WITHOUT A SANDBOX:",
+        f"{INDENT}it can read, change and delete anything you can, outside its directory too",
     ]
 
 

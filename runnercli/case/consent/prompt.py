@@ -22,11 +22,17 @@ from pathlib import PurePath
 from typing import Literal, TextIO, TypeVar
 
 from runnercli.case.argv import StartError, render_argv
-from runnercli.case.consent.disclosure import leaving_lines, world_lines, world_summary
+from runnercli.case.consent.disclosure import (
+    bypass_lines,
+    leaving_lines,
+    world_lines,
+    world_summary,
+)
 from runnercli.case.input import CASE_ENV, CASE_FILE_ENV
 from runnercli.console.status import StatusLine
 from runnercli.console.terminal import clean, quote_arg, quote_argv
 from runnercli.protocol import CaseJob
+from runnercli.protocol.presets import bypassing
 
 BACKGROUND_RETRY_S = 0.5
 Answer = Literal["once", "always", "no", "timeout", "eof", "interrupted"]
@@ -104,6 +110,7 @@ def describe(
         f"{quote_arg(job.case.key)})",
         f"  command:     {quote_argv(spec.command)}",
         f"               ({how_it_runs(spec.command)})",
+        *bypass_lines(spec.command),
     ]
     with contextlib.suppress(StartError):
         rendered = render_argv(spec.command, job.case)
@@ -132,8 +139,12 @@ def one_line(job: CaseJob, withheld: frozenset[str] = frozenset()) -> str:
     env = ", ".join(f"{key}={quote_arg(value)}" for key, value in sorted(spec.env.items()))
     where = f"a worktree of {spec.repo.name}" if spec.repo is not None else "a fresh temp dir"
     world = world_summary(job, withheld)
+    agent = bypassing(spec.command)
+    loud = (
+        f"PERMISSIONS: BYPASS ({agent.tool} runs everything unasked, unsandboxed) " if agent else ""
+    )
     return (
-        f"harness {harness.name} v{harness.version} will run: {quote_argv(spec.command)} "
+        f"{loud}harness {harness.name} v{harness.version} will run: {quote_argv(spec.command)} "
         f"({how_it_runs(spec.command)}) in {where}; workspace {job.workspace}, "
         f"written by {harness.author or '(unknown)'}; env: {env or 'nothing added'}; "
         f"timeout {job.timeout_s}s; needs {', '.join(spec.required_capabilities()) or 'nothing'}; "

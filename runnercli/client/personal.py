@@ -1,4 +1,5 @@
-"""The personal MCP tools, with an API key: `call` returns a tool's structured reply."""
+"""The personal MCP tools with an API key (`submit`, `push`): `call` returns a tool's structured
+reply."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from runnercli.config import mcp_url
+
+API_KEY_ENV = "EVERDICT_API_KEY"
 
 
 class SubmitError(Exception):
