@@ -38,6 +38,21 @@ def _blob_storage_for_the_session(settings: Any) -> None:
     settings.STORAGES["blobs"]["OPTIONS"] = options
 
 
+# What a test asks for when it touches the database; one that asks for none of them runs the
+# same on every engine, so `make test` runs it in the SQLite pass only (marked `once`), unless
+# it starts processes of its own on the test run's database (marked `engine`).
+_DATABASE_FIXTURES = frozenset({"db", "transactional_db", "live_server"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("engine") or item.get_closest_marker("django_db"):
+            continue
+        if _DATABASE_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.once)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     from django.conf import settings
 

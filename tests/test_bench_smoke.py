@@ -19,6 +19,9 @@ from django.conf import settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# Each benchmark runs on a scratch database of the test run's engine: both passes run them.
+pytestmark = pytest.mark.engine
+
 
 def bench(script: str, args: list[str], tmp_path: Path) -> dict[str, Any]:
     suffix = os.environ.get("EVERDICT_TEST_DB_SUFFIX", "")
