@@ -116,6 +116,12 @@ class Screens(Stage):
             self.directory = None
 
     async def _stop(self) -> None:
+        if self.task is not None and self.task.done():
+            # It saw the harness exit: nothing to wait for (its error, if any, raised here).
+            task, self.task = self.task, None
+            if not task.cancelled():
+                task.result()
+            return
         if self.task is not None:
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
