@@ -27,13 +27,6 @@ def upload(workspace: Any, data: bytes, chunk: int) -> Any:
             return ack
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="the commit's reader returns one staged chunk per read, and boto3 takes a short "
-    "first read of a stream for all there is but one more read: two chunks are stored, the "
-    "digest differs, the blob is refused (tests/everdict/test_object_store.py pins it)",
-)
 def test_a_blob_of_three_chunks_is_kept_on_an_object_store(workspace: Any, s3_blobs: Any) -> None:
     data = os.urandom(3 * MIB)
 
