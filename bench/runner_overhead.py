@@ -325,9 +325,18 @@ def main() -> None:
         f"{whole.mcp_calls / per_case:.2f} MCP calls per case;"
         f" CPU per case: server {whole.server_cpu_s / per_case * 1000:.2f} ms,"
         f" runner {whole.runner_cpu_s / per_case * 1000:.2f} ms"
-        f" (bare loop {bare.runner_cpu_s / bare.cases * 1000:.2f} ms)"
+        f" (bare loop {bare.runner_cpu_s / bare.cases * 1000:.2f} ms);"
+        f" {_stage_note(times)}"
     )
     finish(summary, args)
+
+
+def _stage_note(times: dict[str, Any] | None) -> str:
+    if times is None:
+        return "no stage times"
+    cases = times["cases"] or 1
+    parts = [f"{name} {s / cases * 1000:.2f}" for name, s in sorted(times["seconds"].items())]
+    return "wall ms per case by stage: " + ", ".join(parts)
 
 
 def _read_stage_times(path: Path) -> dict[str, Any] | None:
