@@ -116,6 +116,7 @@ def park_idle(url: str, tokens: list[str], wait_ms: int, args: argparse.Namespac
     while time.monotonic() < deadline:
         time.sleep(1)
         parked = int(idle_runners.scrape(url, "everdict_parked_long_polls"))
+        parked += int(idle_runners.scrape(url, "everdict_parked_fs_polls"))
         # The answering runner's poll is parked too.
         if parked >= len(tokens) + 1:
             break

@@ -8,7 +8,12 @@ reporting them over MCP; timed from the dispatch to the run's `succeeded` (every
 Baseline, in the same run: a bare asyncio loop spawning the same N processes
 (`asyncio.create_subprocess_exec("/bin/echo", "ok")`, output read), 8 at a time. Target: the
 runner at ≥ 40 % of the bare rate. Beside it: MCP calls per case (POST /mcp lines in daphne's
-access log) and CPU seconds per case of the server process and of the runner process.
+access log) and CPU seconds per case of the server process and of the runner process, and
+each pipeline stage's wall time per case as the runner clocks it (`EVERDICT_STAGE_TIMES`):
+what a stage the case does not use (repo, services, trace, screens, files) costs it, target
+≈ 0, beside a bare spawn's time in its slot. `deliver` includes the wait for the server to
+take the report, which no longer holds the slot; wall times include waiting for the event
+loop, busy with the other cases.
 
     .venv/bin/python bench/runner_overhead.py [--cases 400] [--concurrency 8] [--profile]
 """
@@ -120,9 +125,13 @@ def _write_config(path: Path, server: Server, runner_id: int, token: str) -> Non
     )
 
 
-def start_runner(scratch: Scratch, config: Path, concurrency: int) -> Proc:
+def start_runner(
+    scratch: Scratch, config: Path, concurrency: int, stage_times: Path | None = None
+) -> Proc:
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     env.update({"PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "PYTHONPATH": str(ROOT)})
+    if stage_times is not None:
+        env["EVERDICT_STAGE_TIMES"] = str(stage_times)
     args = [
         sys.executable,
         "-m",
@@ -266,7 +275,8 @@ def main() -> None:
         config = scratch.workdir / "runner.json"
         with daphne(scratch, **server_env(args)) as server:
             _write_config(config, server, runner_id, token)
-            runner = start_runner(scratch, config, args.concurrency)
+            stage_times = scratch.workdir / "stages.json"
+            runner = start_runner(scratch, config, args.concurrency, stage_times)
             try:
                 _wait_connected(runner)
                 # A first small run warms the server's and the runner's code paths.
@@ -278,6 +288,7 @@ def main() -> None:
                 bare_after = measure_bare(args.cases, args.concurrency)
             finally:
                 runner.stop(grace_s=15)
+        times = _read_stage_times(stage_times)
     # The baseline on either side of the whole path: the better of the two.
     bare = min(bare_before, bare_after, key=lambda m: m.seconds)
     ratio = whole.rate / bare.rate
@@ -298,6 +309,9 @@ def main() -> None:
         f" {whole.cases_cpu_s / per_case * 1000:.2f} ms (bare"
         f" {bare.cases_cpu_s / bare.cases * 1000:.2f} ms)"
     )
+    stages = _stage_lines(times, bare, args.concurrency)
+    for line in stages:
+        print(line)
     summary.add(
         benchmark="runner_overhead",
         figure=f"runner CLI, {args.cases} echo cases, {args.concurrency} at once",
@@ -311,9 +325,41 @@ def main() -> None:
         f"{whole.mcp_calls / per_case:.2f} MCP calls per case;"
         f" CPU per case: server {whole.server_cpu_s / per_case * 1000:.2f} ms,"
         f" runner {whole.runner_cpu_s / per_case * 1000:.2f} ms"
-        f" (bare loop {bare.runner_cpu_s / bare.cases * 1000:.2f} ms)"
+        f" (bare loop {bare.runner_cpu_s / bare.cases * 1000:.2f} ms);"
+        f" {_stage_note(times)}"
     )
     finish(summary, args)
+
+
+def _stage_note(times: dict[str, Any] | None) -> str:
+    if times is None:
+        return "no stage times"
+    cases = times["cases"] or 1
+    parts = [f"{name} {s / cases * 1000:.2f}" for name, s in sorted(times["seconds"].items())]
+    return "wall ms per case by stage: " + ", ".join(parts)
+
+
+def _read_stage_times(path: Path) -> dict[str, Any] | None:
+    import json
+
+    try:
+        return dict(json.loads(path.read_text()))
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _stage_lines(times: dict[str, Any] | None, bare: Measured, concurrency: int) -> list[str]:
+    """Each pipeline stage's wall time per case (its hooks, summed), the runner's own figure
+    (`EVERDICT_STAGE_TIMES`), beside a bare spawn's wall time in its slot."""
+    if times is None:
+        return ["stage times: the runner wrote none"]
+    cases = times["cases"] or 1
+    per_spawn = bare.seconds / bare.cases * concurrency * 1000 if bare.cases else 0.0
+    lines = [f"per stage, wall ms per case ({times['cases']} cases, warm-up included):"]
+    for name, seconds in sorted(times["seconds"].items(), key=lambda kv: -kv[1]):
+        lines.append(f"  {name:<10} {seconds / cases * 1000:8.3f} ms")
+    lines.append(f"  (a bare spawn in its slot, same run: {per_spawn:.3f} ms)")
+    return lines
 
 
 def seed_echo_suite(member: Member, name: str, cases: int) -> None:

@@ -289,6 +289,15 @@ except ValueError as exc:
     raise ImproperlyConfigured("EVERDICT_BLOB_STORAGE_OPTIONS must be a JSON object") from exc
 if not isinstance(EVERDICT_BLOB_STORAGE_OPTIONS, dict):
     raise ImproperlyConfigured("EVERDICT_BLOB_STORAGE_OPTIONS must be a JSON object")
+if EVERDICT_BLOB_STORAGE.startswith("storages.backends.s3"):
+    # A commit streams the staged chunks to the store: 5 MiB parts sent one at a time hold
+    # about 2.5 parts in memory (boto3's default holds up to ten 8 MiB parts). Python objects,
+    # so not among the JSON options; `storages.backends.s3` reads it when it is built.
+    from boto3.s3.transfer import TransferConfig
+
+    AWS_S3_TRANSFER_CONFIG = TransferConfig(
+        multipart_threshold=5 * 1024 * 1024, multipart_chunksize=5 * 1024 * 1024, use_threads=False
+    )
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

@@ -2,12 +2,14 @@
 its `answer_case_fs_request`, and the personal tools `list_case_files` / `read_case_file`
 that ask for a running case's files with the authorization of `get_case`.
 
-The poll parks on the same hub as `lease_job` (keyed by the runner's owner), so the request
-of a page wakes it in this process or, through PostgreSQL's notifications, on any replica.
+The poll parks on a hub of its own, keyed by the runner (`wakeup.fs_hub`), so the request of
+a page wakes it in this process or, through PostgreSQL's notifications, on any replica, and a
+job's dispatch does not. A runner's newer poll ends its older one parked in the same process.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
@@ -45,18 +47,62 @@ if TYPE_CHECKING:
 Fences = Annotated[list[JobFence], Field(max_length=4 * MAX_JOBS_PER_LEASE)]
 
 
+class _Newest:
+    """The newest `poll_case_fs_requests` of each runner in this process: a poll that is no
+    longer its runner's newest ends at once with what it took, so a runner whose cases come
+    and go keeps one poll parked here, not one per change of its set of cases."""
+
+    def __init__(self) -> None:
+        self._serial = itertools.count(1)
+        # runner id -> (the newest poll's serial, the waiter it is parked on, if any)
+        self._polls: dict[int, tuple[int, Any]] = {}
+
+    def begin(self, runner_id: int) -> int:
+        serial = next(self._serial)
+        previous = self._polls.get(runner_id)
+        self._polls[runner_id] = (serial, None)
+        if previous is not None and previous[1] is not None:
+            previous[1].wake()
+        return serial
+
+    def park(self, runner_id: int, serial: int, waiter: Any) -> bool:
+        """Record where the newest poll waits; False when `serial` is no longer the newest."""
+        if not self.is_newest(runner_id, serial):
+            return False
+        self._polls[runner_id] = (serial, waiter)
+        return True
+
+    def is_newest(self, runner_id: int, serial: int) -> bool:
+        return self._polls.get(runner_id, (0, None))[0] == serial
+
+    def end(self, runner_id: int, serial: int) -> None:
+        if self.is_newest(runner_id, serial):
+            del self._polls[runner_id]
+
+
+newest = _Newest()
+
+
 async def _wait_for_requests(runner: Runner, fences: list[tuple[int, int]], wait_ms: int) -> Any:
     wait_ms = min(wait_ms, MAX_WAIT_MS, settings.EVERDICT_MAX_WAIT_MS)
     deadline = time.monotonic() + max(0, wait_ms) / 1000
     wakeup.ensure_started()
     taking = database_sync_to_async(take, thread_sensitive=False)
-    while True:
-        # Registered before the read: a request committed while it runs still wakes it.
-        with wakeup.hub.waiting(runner.owner_id) as waiter:
-            found = await taking(runner=runner, fences=fences)
-            remaining = deadline - time.monotonic()
-            if found or remaining <= 0 or not await waiter.wait(remaining):
-                return found
+    serial = newest.begin(runner.pk)
+    try:
+        while True:
+            # Registered before the read: a request committed while it runs still wakes it.
+            # Keyed by the runner (a dispatch to its owner does not wake it).
+            with wakeup.fs_hub.waiting(runner.pk) as waiter:
+                found = await taking(runner=runner, fences=fences)
+                remaining = deadline - time.monotonic()
+                if found or remaining <= 0 or not newest.park(runner.pk, serial, waiter):
+                    return found
+                woken = await waiter.wait(remaining)
+            if not woken or not newest.is_newest(runner.pk, serial):
+                return []
+    finally:
+        newest.end(runner.pk, serial)
 
 
 async def _give_back(requests: list[FsRequest]) -> None:

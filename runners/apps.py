@@ -9,14 +9,18 @@ class RunnersConfig(AppConfig):
 
     def ready(self) -> None:
         from django.contrib.auth import get_user_model
+        from django.db.backends.signals import connection_created
         from django.db.models.signals import post_save
 
+        from core.sqlite import use_sqlite_parameter_limit
         from runners import collectors
         from runners.services import owner_deactivated
 
         # The gauges /metrics reads at scrape time query the models: registered once they
         # are loaded, never at import.
         collectors.register()
+        # A batch's rows in one INSERT on SQLite too.
+        connection_created.connect(use_sqlite_parameter_limit, dispatch_uid="core.sqlite")
 
         # The one signal: Django's own User can be deactivated in its admin, which calls no
         # service of ours. Its runners' tokens must stop working at once on every replica.

@@ -13,7 +13,7 @@ from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFam
 from prometheus_client.registry import Collector
 
 from runners.models import JobStatus, Runner, RunnerJob
-from runners.wakeup import hub
+from runners.wakeup import fs_hub, hub
 
 
 class _QueueCollector(Collector):
@@ -42,10 +42,15 @@ class _QueueCollector(Collector):
             value=hub.parked(),
         )
         yield GaugeMetricFamily(
+            "everdict_parked_fs_polls",
+            "poll_case_fs_requests calls parked in this process.",
+            value=fs_hub.parked(),
+        )
+        yield GaugeMetricFamily(
             "everdict_polls_waiting",
             "Long-polls of this process (lease_job, poll_case_fs_requests) whose look found"
             " nothing, waiting for a wake-up or their deadline.",
-            value=hub.waiting_now(),
+            value=hub.waiting_now() + fs_hub.waiting_now(),
         )
 
 

@@ -10,6 +10,10 @@ SQLite) costs latency, never a job: one re-check task per process asks, every
 EVERDICT_WAKE_RECHECK_S, which of the owners with parked long-polls have queued jobs —
 one query however many are parked — and wakes only those. Idle waiters cost nothing
 between wake-ups.
+
+A running case's file request wakes polls of its own kind: `fs_hub`, keyed by the runner
+that holds the lease (`notify_fs_runners`, channel `everdict_fs`), so a dispatch never wakes
+a parked `poll_case_fs_requests` and a page's request wakes no `lease_job`.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from runners.lookups import by_ids
 log = logging.getLogger(__name__)
 
 CHANNEL = "everdict_jobs"
+FS_CHANNEL = "everdict_fs"
 
 
 class _Waiter:
@@ -160,6 +165,8 @@ _EMPTY_FOR = 2
 
 
 hub = WakeHub()
+# Parked `poll_case_fs_requests`, keyed by runner id (not by owner).
+fs_hub = WakeHub()
 
 
 def notify_owners(owner_ids: Iterable[int]) -> None:
@@ -174,9 +181,21 @@ def notify_owners(owner_ids: Iterable[int]) -> None:
     transaction.on_commit(lambda: hub.wake(owners))
 
 
+def notify_fs_runners(runner_ids: Iterable[int]) -> None:
+    """Announce, as part of the current transaction, file requests for these runners."""
+    runners = sorted(set(runner_ids))
+    if not runners:
+        return
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            for runner_id in runners:
+                cursor.execute("SELECT pg_notify(%s, %s)", [FS_CHANNEL, str(runner_id)])
+    transaction.on_commit(lambda: fs_hub.wake(runners))
+
+
 class _PgListener:
-    """One LISTEN connection per process that relays notifications: job wake-ups to the
-    local hub, revocations to the revocation hooks."""
+    """One LISTEN connection per process that relays notifications: job and file-request
+    wake-ups to the local hubs, revocations to the revocation hooks."""
 
     def __init__(self) -> None:
         self._task: asyncio.Task[None] | None = None
@@ -205,11 +224,13 @@ class _PgListener:
                     _pg_conninfo(), autocommit=True
                 ) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
+                    await conn.execute(f"LISTEN {FS_CHANNEL}")
                     await conn.execute(f"LISTEN {revocations.CHANNEL}")
                     self.listening = True
                     if connected_before:
                         # Whatever was announced while we were away is found at once.
                         rechecker.poke()
+                        fs_hub.wake(fs_hub.owners())
                     connected_before = True
                     async for note in conn.notifies():
                         try:
@@ -218,6 +239,8 @@ class _PgListener:
                             continue
                         if note.channel == revocations.CHANNEL:
                             revocations.relay(subject)
+                        elif note.channel == FS_CHANNEL:
+                            fs_hub.wake([subject])
                         else:
                             hub.wake([subject])
             except asyncio.CancelledError:

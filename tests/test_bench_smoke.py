@@ -125,6 +125,9 @@ def test_the_runner_overhead_benchmark_runs_the_real_cli_beside_bare_spawns(
     (note,) = result["notes"]
     assert "MCP calls per case" in note
     assert "runner" in note and "server" in note
+    # Each stage's time per case, clocked by the runner.
+    assert "wall ms per case by stage: " in note
+    assert all(f" {stage} " in note for stage in ("files", "trace", "screens", "execute"))
 
 
 @pytest.mark.timeout(120)

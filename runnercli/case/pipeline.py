@@ -28,6 +28,11 @@ while a case runs.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import json
+import os
+import time
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -236,14 +241,21 @@ class Pipeline:
         """Start, finish and clean up every stage; how the case ended is on `case`. A
         cancel is re-raised once every cleanup has run; so is a stage's unexpected error."""
         entered: list[Stage] = []
+        clock = stage_clock if stage_clock.on else None
         try:
             for stage in self.stages:
                 entered.append(stage)
+                began = time.perf_counter() if clock else 0.0
                 await stage.start(case)
+                if clock:
+                    clock.add(stage.name, time.perf_counter() - began)
                 if case.ending is not None:
                     return
             for stage in self.stages:
+                began = time.perf_counter() if clock else 0.0
                 await stage.finish(case)
+                if clock:
+                    clock.add(stage.name, time.perf_counter() - began)
                 if case.ending is not None:
                     return
         except CaseEnded as exc:
@@ -254,13 +266,42 @@ class Pipeline:
             case.cancelled = True
             raise
         finally:
-            await _clean_up(reversed(entered), case)
+            await _clean_up(reversed(entered), case, clock)
+            if clock:
+                clock.cases += 1
 
 
-async def _clean_up(stages: Iterable[Stage], case: CaseContext) -> None:
+class StageClock:
+    """Wall time spent in each stage's hooks, summed over the cases, for the benchmarks:
+    on when `EVERDICT_STAGE_TIMES` names a file, written there as JSON when the runner exits
+    (`{"cases": n, "seconds": {stage: s}}`). Off, a case pays one attribute read."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.on = bool(path)
+        self.cases = 0
+        self.seconds: dict[str, float] = defaultdict(float)
+        if self.on:
+            atexit.register(self.write)
+
+    def add(self, stage: str, seconds: float) -> None:
+        self.seconds[stage] += seconds
+
+    def write(self) -> None:
+        with open(self.path, "w", encoding="utf-8") as out:
+            json.dump({"cases": self.cases, "seconds": dict(self.seconds)}, out)
+
+
+stage_clock = StageClock(os.environ.get("EVERDICT_STAGE_TIMES", ""))
+
+
+async def _clean_up(
+    stages: Iterable[Stage], case: CaseContext, clock: StageClock | None = None
+) -> None:
     """Every stage's cleanup, even when one fails or the task is cancelled meanwhile."""
     cancelled = False
     for stage in stages:
+        began = time.perf_counter() if clock else 0.0
         try:
             await stage.cleanup(case)
         except asyncio.CancelledError:
@@ -268,5 +309,7 @@ async def _clean_up(stages: Iterable[Stage], case: CaseContext) -> None:
             case.cancelled = cancelled = True
         except Exception as exc:
             case.note(f"⚠ {stage.name}: cleanup failed: {type(exc).__name__}: {exc}")
+        if clock:
+            clock.add(stage.name, time.perf_counter() - began)
     if cancelled:
         raise asyncio.CancelledError

@@ -9,8 +9,9 @@ that replicas sharing it resume each other's uploads.
 from __future__ import annotations
 
 import hashlib
+import io
 import secrets
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.core.files import File
 from django.core.files.base import ContentFile
@@ -112,5 +113,38 @@ def blob_held(*, workspace: Workspace | int, sha256: str, size: int) -> Blob | N
 
 
 def blob_open(blob: Blob) -> File:
-    """The blob's bytes, open for reading (the caller closes it)."""
-    return blob_storage().open(blob.key, "rb")
+    """The blob's bytes, open for reading (the caller closes it). On an S3 store, the
+    object's body as a stream: `storage.open()` would download all of it before the first
+    read returns."""
+    storage = blob_storage()
+    bucket = getattr(storage, "bucket", None)
+    normalize = getattr(storage, "_normalize_name", None)
+    if bucket is not None and normalize is not None:
+        body = bucket.Object(normalize(blob.key)).get()["Body"]
+        return File(io.BufferedReader(_Body(body), buffer_size=COPY_BUFFER), name=blob.key)
+    return storage.open(blob.key, "rb")
+
+
+# What one read of a streamed body asks the store's connection for.
+COPY_BUFFER = 1024 * 1024
+
+
+class _Body(io.RawIOBase):
+    """An S3 object's streaming body as a raw stream (read as it is asked for)."""
+
+    def __init__(self, body: Any) -> None:
+        super().__init__()
+        self.body = body
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.body.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.body.close()
+        super().close()

@@ -237,18 +237,32 @@ class _Chunks(io.RawIOBase):
         return True
 
     def read(self, size: int = -1) -> bytes:
+        """Up to `size` bytes (all that is left when `size` < 0), across chunk boundaries:
+        short only at the end, as a reader such as boto3's takes a short read for the end."""
+        want = size if size is not None and size >= 0 else None
+        parts: list[bytes] = []
+        got = 0
+        while want is None or got < want:
+            piece = self._piece(COPY_CHUNK if want is None else want - got)
+            if not piece:
+                break
+            parts.append(piece)
+            got += len(piece)
+        data = b"".join(parts)
+        self.digest.update(data)
+        self.size += len(data)
+        return data
+
+    def _piece(self, size: int) -> bytes:
+        """At most `size` bytes of the current chunk (the next one when it is done)."""
         while True:
             if self._open is None:
                 if not self.names:
-                    piece, self.tail = self.tail, b""
-                    self.digest.update(piece)
-                    self.size += len(piece)
+                    piece, self.tail = self.tail[:size], self.tail[size:]
                     return piece
                 self._open = blob_storage().open(self.names.pop(0), "rb")
-            piece = self._open.read(size if size and size > 0 else COPY_CHUNK)
+            piece = self._open.read(size)
             if piece:
-                self.digest.update(piece)
-                self.size += len(piece)
                 return bytes(piece)
             self._open.close()
             self._open = None

@@ -24,7 +24,7 @@ from core.fields import ascii_int, query_int
 from runnercli.protocol import Ack, BlobRef, CasePathError, FsEntry, FsRequest, check_case_path
 from runnercli.protocol.world import fs_error_reason
 from runners.models import JobStatus, Runner, RunnerJob
-from runners.wakeup import notify_owners
+from runners.wakeup import notify_fs_runners
 from scorecards.blobs.services import blob_held, lease_workspace
 from scorecards.files.models import CaseFsRequest, FsOp
 from scorecards.links import key_may_exist
@@ -104,7 +104,7 @@ def fs_request_ask(
         request = CaseFsRequest.objects.create(
             job=job, lease_epoch=job.lease_epoch, op=op, path=normal
         )
-        notify_owners([job.leased_by.owner_id])
+        notify_fs_runners([job.leased_by.pk])
     request.job.run = run
     return request
 

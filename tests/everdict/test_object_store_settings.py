@@ -25,7 +25,9 @@ from django.core.files.storage import storages
 blobs = storages["blobs"]
 name = "blobs/1/ab/settings-" + sys.argv[2]
 if sys.argv[1] == "write":
-    print(type(blobs).__name__, blobs.save(name, ContentFile(sys.argv[2].encode() * 1000)))
+    saved = blobs.save(name, ContentFile(sys.argv[2].encode() * 1000))
+    parts = blobs.transfer_config.multipart_chunksize, blobs.transfer_config.use_threads
+    print(type(blobs).__name__, saved, *parts)
 else:
     with blobs.open(name, "rb") as handle:
         print(type(blobs).__name__, len(handle.read()))
@@ -106,6 +108,7 @@ def test_s3_configured_by_the_environment_keeps_a_blob_another_process_reads(
     assert s3_blobs.keys() == ["blobs/1/ab/settings-one"]
     read = with_settings(tmp_path, "read", "one", **by_boto3)
 
-    assert written == ["S3Storage", "blobs/1/ab/settings-one"]
+    # A commit's memory bounded: 5 MiB parts, one at a time.
+    assert written == ["S3Storage", "blobs/1/ab/settings-one", str(5 * 1024 * 1024), "False"]
     assert read == ["S3Storage", "3000"]
     assert s3_blobs.keys() == []

@@ -29,9 +29,9 @@ from django.db import connection
 
 from accounts.services import api_key_create
 from scorecards.files.models import CaseFsRequest
-from scorecards.models import Membership, Role
+from scorecards.models import CaseResult, Membership, Role
 from scorecards.services import dataset_create, harness_create
-from tests.live import daphne, rest, runner_cli, wait_metric
+from tests.live import daphne, metric, rest, runner_cli, wait_metric
 from tests.mcpgateway.mcp_client import call, error_text, structured
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -303,3 +303,75 @@ def test_a_request_to_one_replica_wakes_the_poll_parked_on_another(
             status, _, body = page.result(timeout=30)
     assert woken_after < 5, woken_after
     assert status == 200 and json.loads(body)["entries"] == entries
+
+
+CHURN = """
+    import json, os, pathlib, sys, time
+    case = json.loads(os.environ["EVERDICT_CASE"])
+    flag = pathlib.Path(sys.argv[1])
+    deadline = time.monotonic() + 60
+    while case["key"] == "long" and not flag.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    print("done")
+"""
+
+
+@pytest.mark.once
+def test_a_runner_keeps_one_file_poll_parked_while_its_cases_come_and_go(
+    alice: Any, workspace: Any, tmp_path: Path, blob_dir: Path
+) -> None:
+    """Every case that starts or ends sends a fresh poll with the new set of jobs; the one it
+    supersedes ends at once (it used to stay parked for its whole wait, each woken by every
+    dispatch to the owner and each reading the requests on the server's small thread pool)."""
+    script, flag = tmp_path / "churn.py", tmp_path / "release"
+    script.write_text(textwrap.dedent(CHURN))
+    harness_create(
+        user=alice,
+        workspace_slug="acme",
+        name="churn",
+        spec={"command": [sys.executable, str(script), str(flag)], "timeout_s": 90},
+    )
+    quick = [{"key": f"q{i:02}", "input": {}, "expected": "done"} for i in range(16)]
+    cases = [{"key": "long", "input": {}, "expected": "done"}, *quick]
+    dataset_create(user=alice, workspace_slug="acme", name="churn", cases=cases)
+    key = api_key_create(user=alice).key
+    with daphne(tmp_path) as server:
+        status, paired = rest(server.url, "POST", "/api/runners", key, {"label": "laptop"})
+        assert status == 201, paired
+        status, run = rest(
+            server.url,
+            "POST",
+            "/api/workspaces/acme/runs",
+            key,
+            {
+                "harness": "churn",
+                "dataset": "churn",
+                "runtime": f"self:{paired['id']}",
+                "concurrency": 4,
+            },
+        )
+        assert status == 201, run
+        pairing = runner_cli(tmp_path, ["pair", "--server", server.url, "--token", paired["token"]])
+        assert pairing.popen.wait(30) == 0, pairing.output()
+        runner = runner_cli(tmp_path, ["run", "--wait-ms", "2000", "--max-concurrent", "4"])
+        try:
+
+            def settled() -> int:
+                return CaseResult.objects.filter(run_id=run["id"]).count()
+
+            wait_for("the quick cases scored", lambda: settled() >= len(quick), timeout=30)
+            # The long case runs alone now: one poll parked for it, however many came before.
+            wait_for(
+                "one file poll parked",
+                lambda: metric(server.url, "everdict_parked_fs_polls") == 1,
+                timeout=3,
+            )
+            time.sleep(0.3)
+            assert metric(server.url, "everdict_parked_fs_polls") == 1
+            # And that poll serves the page.
+            status, _, body = fetch(server.url, f"/api/runs/{run['id']}/files", key, key="long")
+            assert status == 200, body
+            flag.touch()
+            wait_for("the run over", lambda: settled() == len(cases), timeout=30)
+        finally:
+            runner.stop()

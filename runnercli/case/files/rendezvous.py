@@ -1,13 +1,14 @@
 """Files while it runs (the fs rendezvous): the runner's side.
 
 While any case runs, one `poll_case_fs_requests` long-poll is kept parked for every job held
-(when a case starts or ends, a fresh poll takes over with the new set; the one parked before
-answers whatever it still receives). Each request is answered from the case's working
-directory only: the path resolved and confined to it (`runnercli.case.confine`: no `..`, no
-symlink out, no sibling whose name starts the same), a file over `max_artifact_bytes`
-refused from its metadata before any byte is read, text redacted with the member's `redact`
-patterns, the content uploaded as a blob of the job's workspace, then the answer sent. With
-`--no-files` every request is answered with an error: the member keeps the files here.
+(when a case starts or ends, a fresh poll takes over with the new set; the server ends the one
+parked before, which answers whatever it took, and it is cancelled if it lingers). Each request
+is answered from the case's working directory only: the path resolved and confined to it
+(`runnercli.case.confine`: no `..`, no symlink out, no sibling whose name starts the same), a
+file over `max_artifact_bytes` refused from its metadata before any byte is read, text redacted
+with the member's `redact` patterns, the content uploaded as a blob of the job's workspace,
+then the answer sent. With `--no-files` every request is answered with an error: the member
+keeps the files here.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ POLL_WAIT_MS = 25_000
 # (a server without the fs rendezvous) after much longer.
 RETRY_S = 1.0
 REFUSED_RETRY_S = 30.0
+# A superseded poll is given this long to come back (with what it took) before it is cancelled.
+SUPERSEDED_GRACE_S = 2.0
 # An answer is worth sending only while the page still waits for it.
 UPLOAD_PATIENCE_S = 25.0
 KEPT_HERE = "the member keeps this case's files on their machine (the runner runs with --no-files)"
@@ -68,10 +71,16 @@ class CaseFiles:
 
     async def run(self) -> None:
         """Keep a poll parked while any case runs, until cancelled."""
+        poll: asyncio.Task[None] | None = None
         try:
             while True:
                 fences = self.fences()
                 self.changed.clear()
+                if poll is not None and not poll.done():
+                    # Superseded: the server ends it once a fresh poll arrives (answering what
+                    # it took meanwhile); one that lingers (no case runs now, a server that
+                    # does not end it, another replica) is cancelled, never left parked.
+                    asyncio.get_running_loop().call_later(SUPERSEDED_GRACE_S, poll.cancel)
                 if not fences:
                     await self.changed.wait()
                     continue

@@ -89,6 +89,8 @@ class Screens(Stage):
         self.directory: Path | None = None
         self.watcher: ScreenWatcher | None = None
         self.task: asyncio.Task[None] | None = None
+        # True while the watcher looks at the directory (and sends a frame).
+        self.looking = False
         self.refused: str | None = None
         self.sent = 0
 
@@ -116,15 +118,28 @@ class Screens(Stage):
             self.directory = None
 
     async def _stop(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
+        task, self.task = self.task, None
+        if task is None:
+            return
+        if task.done():
+            # It saw the harness exit: nothing to wait for (its error, if any, raised here).
+            if not task.cancelled():
+                task.result()
+            return
+        task.cancel()
+        if self.looking:
+            # Mid-look: its frame is sent (or not) before the last look begins.
             with contextlib.suppress(asyncio.CancelledError):
-                await self.task
-            self.task = None
+                await task
+        # Otherwise it waits for its next tick: cancelled there, nothing to wait for.
 
     async def _watch(self, case: CaseContext, watcher: ScreenWatcher) -> None:
         while not case.exited.is_set() and self.refused is None:
-            await self._look(case, watcher)
+            self.looking = True
+            try:
+                await self._look(case, watcher)
+            finally:
+                self.looking = False
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(case.exited.wait(), self.tick_s)
 

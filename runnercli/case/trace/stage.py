@@ -55,6 +55,8 @@ class Trace(Stage):
         self.follower: TraceFileFollower | None = None
         self.sender: TraceSender | None = None
         self.task: asyncio.Task[None] | None = None
+        # True while the follower's task sends a batch.
+        self.sending = False
         self.closed = False
 
     async def start(self, case: CaseContext) -> None:
@@ -104,7 +106,11 @@ class Trace(Stage):
     ) -> None:
         while not case.exited.is_set():
             sender.batcher.add(follower.poll())
-            await sender.send_ready()
+            self.sending = True
+            try:
+                await sender.send_ready()
+            finally:
+                self.sending = False
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(case.exited.wait(), self.tick_s)
 
@@ -113,10 +119,17 @@ class Trace(Stage):
         if self.closed:
             return
         self.closed = True
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
+        task, self.task = self.task, None
+        if task is not None and task.done():
+            if not task.cancelled():
+                task.result()  # its error, if any, raised here
+        elif task is not None:
+            task.cancel()
+            if self.sending:
+                # Mid-send: its batch is answered (or not) before the rest is read.
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            # Otherwise it waits for its next tick: cancelled there, nothing to wait for.
         sender = self.sender
         if sender is None or self.follower is None:
             return
