@@ -140,6 +140,9 @@ class CaseContext:
     # usage when a stage read it (the final result event of that stream).
     output: str | None = None
     usage: dict[str, Any] | None = None
+    # Why a case whose process ran to its end is an error all the same (the agent's stream
+    # ended in the model API's error); its output is then that message.
+    error: str | None = None
     # What stages add to the result's fingerprint, by its field (`repo`: the repo state the
     # case ran on), as the fingerprint's own models.
     fingerprint: dict[str, Any] = field(default_factory=dict)
