@@ -25,6 +25,7 @@ FACTS = (
     ("Python", "python"),
     ("harness", "harness_digest"),
 )
+MACHINE_FACTS = frozenset(label for label, _ in FACTS)
 DIGEST_SHOWN = 12
 NONE = "(none)"
 
@@ -48,6 +49,16 @@ class FingerprintGroup:
     facts: dict[str, str]
     results: int
     runners: list[str]
+
+    @property
+    def machine(self) -> dict[str, str]:
+        """The machine's and runner's facts, the tools left out."""
+        return {label: value for label, value in self.facts.items() if label in MACHINE_FACTS}
+
+    @property
+    def tools(self) -> dict[str, str]:
+        """Each tool's version by its name (`claude` → `2.1.197`): a page shows them as chips."""
+        return {label: value for label, value in self.facts.items() if label not in MACHINE_FACTS}
 
 
 def run_fingerprints(run: Run) -> list[FingerprintGroup]:

@@ -109,4 +109,14 @@ def test_the_run_page_shows_the_runs_distinct_fingerprints(alice: Any, workspace
     client.force_login(alice)
     html = client.get(f"/runs/{run.pk}/").content.decode()
     assert "Where it ran" in html
-    assert '<span class="muted">claude</span> <span class="mono">2.1.0</span>' in html
+    assert groups[0].tools == {"claude": "2.1.0"} and "claude" not in groups[0].machine
+    # Tools as name/version chips, apart from the machine's facts.
+    chip = '<span class="tag tool-chip" data-tool="claude">claude <span class="mono">2.1.0</span>'
+    assert chip in html
+    assert '<span class="muted">claude</span>' not in html
+
+    result = run.results.filter(fingerprint__has_key="tools").order_by("seq").first()
+    assert result is not None
+    page = client.get(f"/runs/{run.pk}/cases/{result.case.key}/").content.decode()
+    assert chip in page
+    assert "tools: {" not in page and "{&#x27;claude&#x27;" not in page
