@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import platform
-from typing import Any
+from typing import Any, Literal
 
 from runnercli.case.pipeline import CaseContext, Given, Stage
 from runnercli.case.tools import ToolVersions
@@ -93,7 +93,7 @@ class Collect(Stage):
         # A case killed is not reported as a result: its tools are not asked.
         if self.tools is not None and outcome.status != "canceled":
             tools = await self.tools.of(case.job)
-        status = outcome.status
+        status: Literal["completed", "error", "timeout", "canceled"] = outcome.status
         if status == "completed" and case.error is not None:
             status = "error"
         case.result = CaseResult(

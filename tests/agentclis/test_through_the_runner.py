@@ -92,13 +92,14 @@ def harnesses(user: Any) -> None:
         },
     }
     repo = {"name": NAME, "ref": "head"}
-    for name, spec in {
+    specs: dict[str, dict[str, Any]] = {
         "claude-agent": {"agent": {"cli": "claude-code"}, "grader": judge},
         "codex-agent": {
             "agent": {"cli": "codex", "model": CODEX_MODEL},
             "grader": {"type": "contains"},
         },
-    }.items():
+    }
+    for name, spec in specs.items():
         harness_create(
             user=user,
             workspace_slug="acme",
