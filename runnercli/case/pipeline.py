@@ -128,6 +128,8 @@ class CaseContext:
     # (`{case.file}`; `{NAME}` for any NAME a stage adds).
     env: dict[str, str] = field(default_factory=dict)
     placeholders: dict[str, str] = field(default_factory=dict)
+    # The argv to run when a stage changed the spec's (flags added), before placeholders.
+    argv: list[str] | None = None
     # Who follows the harness as it runs: stdout chunk by chunk (`streams.Lines` turns an
     # observer of lines into one), stderr line by line; and who hears the runner's notes.
     stdout_chunks: list[ChunkSink] = field(default_factory=list)

@@ -88,6 +88,11 @@ class Fingerprint(Received):
     images: dict[ToolName, ImageFingerprint] | None = Field(
         default=None, exclude_if=lambda v: v is None, max_length=16
     )
+    # An agent CLI's configuration: `clean` (a fresh one holding the member's login alone),
+    # `member` (theirs), or `member (login not carried)` when clean could not be.
+    agent_config: str | None = Field(
+        default=None, exclude_if=lambda v: v is None, max_length=MAX_RUNNER_INFO_CHARS
+    )
 
 
 class CaseResult(Received):

@@ -24,6 +24,7 @@ FACTS = (
     ("arch", "arch"),
     ("Python", "python"),
     ("harness", "harness_digest"),
+    ("agent config", "agent_config"),
 )
 MACHINE_FACTS = frozenset(label for label, _ in FACTS)
 DIGEST_SHOWN = 12

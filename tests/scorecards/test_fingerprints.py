@@ -120,3 +120,16 @@ def test_the_run_page_shows_the_runs_distinct_fingerprints(alice: Any, workspace
     page = client.get(f"/runs/{run.pk}/cases/{result.case.key}/").content.decode()
     assert chip in page
     assert "tools: {" not in page and "{&#x27;claude&#x27;" not in page
+
+
+def test_compare_names_an_agent_configuration_that_differs(alice: Any, workspace: Any) -> None:
+    suite(alice, cases=2)
+    laptop = pair(alice)
+    member = {**MACHINE, "agent_config": "member", "tools": {"claude": "2.1.197"}}
+    clean = {**member, "agent_config": "clean"}
+    a = run_with(alice, laptop, [member, member])
+    b = run_with(alice, laptop, [clean, member])
+    comparison = run_compare(user=alice, workspace_slug="acme", a=a.pk, b=b.pk)
+    assert [str(c) for c in fingerprint_changes(comparison)] == [
+        "agent config member → clean on 1 of 2 cases"
+    ]
