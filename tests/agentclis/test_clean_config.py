@@ -115,6 +115,19 @@ def test_clean_drops_the_members_hook_and_instructions_and_keeps_their_login(
     assert USER_INSTRUCTIONS in endpoint.requests()[0].text
     assert endpoint.requests()[0].headers["authorization"] == f"Bearer {ACCESS_TOKEN}"
 
+    # The fingerprints: digests of what each ran with, never the contents.
+    theirs = (mine.result.fingerprint.agent_settings or {})["claude"]
+    assert all(len(theirs[name]) == 16 for name in ("settings", "instructions", "hooks"))
+    assert (theirs["plugins"], theirs["mcp_servers"]) == ("", "")
+    assert USER_INSTRUCTIONS not in json.dumps(mine.result.fingerprint.model_dump())
+    assert (clean.result.fingerprint.agent_settings or {})["claude"] == {
+        "settings": "",
+        "instructions": "",
+        "hooks": "",
+        "plugins": "",
+        "mcp_servers": "",
+    }
+
 
 def test_the_clean_flags_go_among_the_options() -> None:
     flags = CLAUDE_CODE.clean_flags

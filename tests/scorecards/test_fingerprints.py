@@ -133,3 +133,30 @@ def test_compare_names_an_agent_configuration_that_differs(alice: Any, workspace
     assert [str(c) for c in fingerprint_changes(comparison)] == [
         "agent config member → clean on 1 of 2 cases"
     ]
+
+
+def test_compare_names_what_differs_of_an_agents_own_configuration(
+    alice: Any, workspace: Any
+) -> None:
+    suite(alice, cases=3)
+    laptop = pair(alice)
+    bare = {"settings": "", "instructions": "", "hooks": "", "plugins": "", "mcp_servers": ""}
+    mine = {**bare, "settings": "1a2b3c4d5e6f7a8b", "instructions": "99aa88bb77cc66dd"}
+    hooked = {**mine, "settings": "0f0f0f0f0f0f0f0f", "hooks": "5555666677778888"}
+    a = run_with(alice, laptop, [{**MACHINE, "agent_settings": {"claude": mine}}] * 3)
+    b = run_with(
+        alice,
+        laptop,
+        [
+            {**MACHINE, "agent_settings": {"claude": hooked}},
+            {**MACHINE, "agent_settings": {"claude": hooked}},
+            {**MACHINE, "agent_settings": {"claude": mine}},
+        ],
+    )
+    comparison = run_compare(user=alice, workspace_slug="acme", a=a.pk, b=b.pk)
+    assert [str(c) for c in fingerprint_changes(comparison)] == [
+        "claude settings differ on 2 of 3 cases: hooks added, settings changed"
+    ]
+    groups = run_fingerprints(b)
+    assert groups[0].machine["claude settings"].startswith("hooks 55556666, instructions")
+    assert groups[0].tools == {}

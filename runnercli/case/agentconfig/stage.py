@@ -10,7 +10,8 @@ the member's settings, hooks, instructions, MCP servers and plugins are dropped,
 own project files stay. A token the CLI refreshed during the case is written back to the
 member's own file, only if that file is still what was copied (compare-and-swap), so a clean
 case never logs the member out. Without a login file to carry (a keychain), the case says so
-and runs with the member's configuration. The result's fingerprint records which it was.
+and runs with the member's configuration. The result's fingerprint records which it was, and
+the digests of the configuration the CLI ran with (`personal`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import shutil
 import tempfile
 from pathlib import Path, PurePath
 
+from runnercli.case.agentconfig.personal import personal_config
 from runnercli.case.pipeline import CaseContext, Given, Stage
 from runnercli.protocol.agents import AGENT_CLIS, AgentCli
 
@@ -73,7 +75,7 @@ class AgentConfig(Stage):
             # start one, with the member's configuration).
             return
         if spec.agent_config != "clean":
-            case.fingerprint["agent_config"] = "member"
+            self._member(case, agent)
             return
         self.agent = agent
         login = member_config_dir(agent) / agent.login_file
@@ -84,7 +86,7 @@ class AgentConfig(Stage):
                 f"⚠ agent_config clean: no {agent.login_file} to carry from {login.parent} "
                 f"(a login in a keychain?): {agent.tool} runs with your own configuration"
             )
-            case.fingerprint["agent_config"] = "member (login not carried)"
+            self._member(case, agent, "member (login not carried)")
             return
         root = (self.state_dir or case.directory) / AGENT_CONFIG_DIR
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -97,6 +99,13 @@ class AgentConfig(Stage):
         case.env[agent.config_env] = str(made)
         case.argv = with_flags(case.argv or list(spec.command), agent.clean_flags)
         case.fingerprint["agent_config"] = "clean"
+        case.fingerprint["agent_settings"] = {agent.tool: personal_config(agent, made)}
+
+    @staticmethod
+    def _member(case: CaseContext, agent: AgentCli, said: str = "member") -> None:
+        case.fingerprint["agent_config"] = said
+        settings = personal_config(agent, member_config_dir(agent))
+        case.fingerprint["agent_settings"] = {agent.tool: settings}
 
     async def finish(self, case: CaseContext) -> None:
         self._write_back(case)
