@@ -1,4 +1,4 @@
-"""`agent_config: clean` with the pinned Claude Code, through the runner's own stages: the
+"""`agent_config: clean` with the pinned Claude Code and Codex, through the runner's own stages: the
 member's hook does not fire and their instructions never reach the model, their login still
 works (and a token the CLI refreshed goes back to their file); under `member` both are
 there. The fresh configuration lives under the runner's state directory and goes after."""
@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from runnercli.case import argv as argv_module
 from runnercli.case.agentconfig.stage import AgentConfig, with_flags
 from runnercli.case.collect import Collect
 from runnercli.case.execute import Execute
@@ -21,10 +22,14 @@ from runnercli.protocol import Lease
 from runnercli.protocol.agents import CLAUDE_CODE
 from runnercli.session import JobRun
 from tests.agentclis.anthropic_api import AnthropicEndpoint
-from tests.agentclis.clis import CLAUDE, AgentHome
+from tests.agentclis.clis import CLAUDE, CODEX_BIN, CODEX_MODEL, AgentHome, codex_provider
+from tests.agentclis.openai_api import ResponsesEndpoint
 from tests.agentclis.proxy import standing_in_for
-from tests.agentclis.scripted import Text
+from tests.agentclis.scripted import Text, ToolCall
 from tests.agentclis.test_claude_code_config import ACCESS_TOKEN, USER_INSTRUCTIONS, store_login
+from tests.agentclis.test_codex_config import ACCOUNT, CONFIG_INSTRUCTIONS, store_chatgpt_login
+from tests.agentclis.test_codex_config import USER_INSTRUCTIONS as CODEX_USER_INSTRUCTIONS
+from tests.agentclis.test_codex_config import configure_member as configure_codex_member
 from tests.runnercli.conftest import make_job
 
 pytestmark = [pytest.mark.agent_clis, pytest.mark.once]
@@ -38,9 +43,12 @@ RENEWED = {
 }
 
 
-def run_case(agent_config: str, state_dir: Path) -> CaseContext:
-    job = make_job(["claude", "-p", "Say hi.", "--output-format", "json"], timeout_s=60)
+def run_case(agent_config: str, state_dir: Path, command: list[str] | None = None) -> CaseContext:
+    command = command or ["claude", "-p", "Say hi.", "--output-format", "json"]
+    job = make_job(command, timeout_s=60)
     job.harness.spec.agent_config = agent_config  # type: ignore[assignment]
+    # A runner reads its environment once per session; each case here is a session of its own.
+    argv_module._inherited_env.cache_clear()
     lease = Lease(job_id=1, lease_epoch=1, lease_ttl_ms=0, heartbeat_ms=0)
     case = CaseContext(JobRun(job, lease, kill=asyncio.Event()))
     stages = [Prepare(), AgentConfig(state_dir), Execute(), Collect()]
@@ -127,6 +135,49 @@ def test_clean_drops_the_members_hook_and_instructions_and_keeps_their_login(
         "plugins": "",
         "mcp_servers": "",
     }
+
+
+def test_clean_codex_keeps_the_login_and_drops_config_toml_and_agents_md(
+    home: AgentHome, tmp_path: Path, serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "codex").symlink_to(CODEX_BIN)
+    markers = configure_codex_member(home, tmp_path)
+    store_chatgpt_login(home.codex_home)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setenv("HOME", str(home.home))
+    monkeypatch.setenv("CODEX_HOME", str(home.codex_home))
+    monkeypatch.setenv("TMPDIR", str(home.temporary))
+    endpoint = serve(ResponsesEndpoint([ToolCall("exec_command", {"cmd": "true"}), Text("hi")]))
+    # The provider on the command line: a clean run reads no config.toml.
+    command = [
+        "codex",
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        "--ephemeral",
+        *codex_provider(endpoint.url, login=True),
+        "-m",
+        CODEX_MODEL,
+        "--",
+        "Say hi.",
+    ]
+    clean = run_case("clean", home.root / "state", command)
+    assert clean.result is not None and clean.result.status == "completed", clean.result
+    assert '"type":"agent_message","text":"hi"' in clean.result.output
+    assert list(markers.iterdir()) == []
+    sent = endpoint.requests()[0]
+    assert CODEX_USER_INSTRUCTIONS not in sent.text and CONFIG_INSTRUCTIONS not in sent.text
+    assert sent.headers["chatgpt-account-id"] == ACCOUNT
+    assert clean.argv is not None and "--ignore-user-config" in clean.argv
+    assert list((home.root / "state" / "agent-config").iterdir()) == []
+
+    endpoint.received.clear()
+    mine = run_case("member", home.root / "state", command)
+    assert mine.result is not None and '"text":"hi"' in mine.result.output, mine.result
+    assert CODEX_USER_INSTRUCTIONS in endpoint.requests()[0].text
+    assert (mine.result.fingerprint.agent_settings or {})["codex"]["hooks"] != ""
 
 
 def test_the_clean_flags_go_among_the_options() -> None:
