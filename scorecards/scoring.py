@@ -23,6 +23,7 @@ _STATUS_REASONS = {
     "canceled": "canceled",
 }
 _PREVIEW_CHARS = 200
+_ERROR_CHARS = 500
 _MISSING = object()
 
 
@@ -53,6 +54,12 @@ def _preview(text: str) -> str:
     """A value as the reason quotes it, on one line: `Paris`."""
     shown = text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS] + "…"
     return "`" + shown.replace("\r", "\\r").replace("\n", "\\n") + "`"
+
+
+def _quoted(text: str) -> str:
+    """An error's message as a reason quotes it: its first 500 characters, as printed."""
+    text = text.strip()
+    return text if len(text) <= _ERROR_CHARS else text[:_ERROR_CHARS] + "…"
 
 
 def _as_text(value: Any) -> str:
@@ -140,7 +147,12 @@ def grade(
 ) -> Grade:
     """Judge one case's reported result against its expected value."""
     if status != "completed":
-        return _errored(_STATUS_REASONS.get(status, f"runner reported status {status!r}"))
+        reason = _STATUS_REASONS.get(status, f"runner reported status {status!r}")
+        # An error the runner read (an agent's stream ended in the model API's error) is
+        # quoted: its output is that message.
+        if status == "error" and output.strip():
+            reason = f"{reason}: {_quoted(output)}"
+        return _errored(reason)
     grader = spec.grader
     if grader.type == "judge":
         return JUDGING

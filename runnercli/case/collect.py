@@ -1,6 +1,7 @@
 """The `Collect` stage: the case's result from how its run ended, and where it ran.
 
-The output (stdout, or what a stage put in its place), the stderr tail, the exit code and
+The status (an agent whose stream ended in an error is an `error`, though its process ran to
+its end), the output (stdout, or what a stage put in its place), the stderr tail, the exit code and
 duration, usage the harness printed, and the fingerprint: this machine, the digest of the
 harness content executed, and the versions of the tools behind it.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import platform
-from typing import Any
+from typing import Any, Literal
 
 from runnercli.case.pipeline import CaseContext, Given, Stage
 from runnercli.case.tools import ToolVersions
@@ -92,8 +93,11 @@ class Collect(Stage):
         # A case killed is not reported as a result: its tools are not asked.
         if self.tools is not None and outcome.status != "canceled":
             tools = await self.tools.of(case.job)
+        status: Literal["completed", "error", "timeout", "canceled"] = outcome.status
+        if status == "completed" and case.error is not None:
+            status = "error"
         case.result = CaseResult(
-            status=outcome.status,
+            status=status,
             exit_code=outcome.exit_code,
             output=output,
             stderr_tail=outcome.stderr_tail,

@@ -43,7 +43,7 @@ class Execute(Stage):
 
     async def start(self, case: CaseContext) -> None:
         job = case.job
-        argv = render_argv(job.harness.spec.command, job.case, case.placeholders)
+        argv = render_argv(case.argv or job.harness.spec.command, job.case, case.placeholders)
         try:
             check_argv(argv)
         except ArgumentTooLong as exc:

@@ -5,10 +5,11 @@ the lease comes last), `Allow` (the member's consent), `Prepare`, `Repo` (a harn
 repo: the case runs in a worktree of the member's checkout), `Services` (a harness with
 services: its topology acquired, the case's own started), `Trace` and `Screens` (what the
 case does and shows, sent as it runs), `Files` (its working directory read on request
-while it runs), `Execute`, `Collect`, `Redact` (when the member set
-`redact` patterns), `Artifacts` (the files the case left, uploaded before the result names
-them). A judge job's pipeline is shorter: `Deliver`, `Allow`, `Judge` (its own directory and
-the file of what it judges), `Execute`, `Collect`, `Redact`.
+while it runs), `AgentConfig` (an agent CLI's configuration: a clean one holding the
+member's login alone, under `agent_config: clean`), `Execute`, `Collect`, `Redact` (when
+the member set `redact` patterns), `Artifacts` (the files the case left, uploaded before the
+result names them). A judge job's pipeline is shorter: `Deliver`, `Allow`, `Judge` (its own
+directory and the file of what it judges), `AgentConfig`, `Execute`, `Collect`, `Redact`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+from runnercli.case.agentconfig.stage import AgentConfig
 from runnercli.case.artifacts.stage import Artifacts
 from runnercli.case.collect import Collect
 from runnercli.case.consent.decide import Consent
@@ -91,6 +93,7 @@ class Jobs:
             *self._watched(),
             # Last before the run: the working directory is the one the case runs in.
             *([Files(self.files)] if self.files is not None else []),
+            self._agent_config(),
             Execute(),
             Collect(self.tools),
             *([Redact(redactor)] if redactor else []),
@@ -105,6 +108,7 @@ class Jobs:
             self._deliver(job_run, log),
             Allow(self.consent, session),
             Judge(self.billing),
+            self._agent_config(),
             Execute(),
             Collect(self.tools),
             *([Redact(redactor)] if redactor else []),
@@ -118,6 +122,12 @@ class Jobs:
             log=log,
             on_over=lambda: self._over(job_run),
         )
+
+    def _agent_config(self) -> AgentConfig:
+        """An agent CLI's configuration: the member's, or a clean one under the runner's own
+        state directory (beside its config file)."""
+        spool = self.session.options.spool_dir
+        return AgentConfig(spool.parent if spool is not None else None)
 
     def _services(self) -> Services:
         return Services(self.services.topologies, no_docker=self.services.no_docker)

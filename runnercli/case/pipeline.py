@@ -133,6 +133,8 @@ class CaseContext:
     # (`{case.file}`; `{NAME}` for any NAME a stage adds).
     env: dict[str, str] = field(default_factory=dict)
     placeholders: dict[str, str] = field(default_factory=dict)
+    # The argv to run when a stage changed the spec's (flags added), before placeholders.
+    argv: list[str] | None = None
     # Who follows the harness as it runs: stdout chunk by chunk (`streams.Lines` turns an
     # observer of lines into one), stderr line by line; and who hears the runner's notes.
     stdout_chunks: list[ChunkSink] = field(default_factory=list)
@@ -145,6 +147,9 @@ class CaseContext:
     # usage when a stage read it (the final result event of that stream).
     output: str | None = None
     usage: dict[str, Any] | None = None
+    # Why a case whose process ran to its end is an error all the same (the agent's stream
+    # ended in the model API's error); its output is then that message.
+    error: str | None = None
     # What stages add to the result's fingerprint, by its field (`repo`: the repo state the
     # case ran on), as the fingerprint's own models.
     fingerprint: dict[str, Any] = field(default_factory=dict)

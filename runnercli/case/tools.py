@@ -3,7 +3,9 @@
 A score that moves between two runs is first asked "same `claude`?". Each tool a harness
 relies on (its capabilities, and the program its argv starts) is asked its version once per
 runner session — `claude --version`, `node --version`, a browser's `--version` — each bounded
-in time: a tool that hangs is killed and recorded as such, it never stalls the runner.
+in time: a tool that hangs is killed and recorded as such, it never stalls the runner. The
+version is parsed from what it prints on stdout (a version pattern; its stderr and lines
+without one are ignored); a tool that prints none is `(unknown)`.
 """
 
 from __future__ import annotations
@@ -60,12 +62,18 @@ def tools_of(job: CaseJob) -> list[str]:
     return names[:MAX_FINGERPRINT_TOOLS]
 
 
+UNKNOWN = "(unknown)"
+
+
 def version_of(output: str) -> str:
-    """The version in a `--version` answer (`git version 2.39.2` → `2.39.2`), else its line."""
-    line = next((line.strip() for line in output.splitlines() if line.strip()), "")
-    found = VERSION_RE.search(line)
-    text = found.group(0) if found else line or "(no version printed)"
-    return clean(text)[:MAX_TOOL_VERSION_CHARS]
+    """The version in a `--version` answer (`git version 2.39.2` → `2.39.2`): the first line
+    holding one, whatever lines (a wrapper's warning) come before it; `(unknown)` when none
+    does, never a sentence in its place."""
+    for line in output.splitlines():
+        found = VERSION_RE.search(line)
+        if found is not None:
+            return clean(found.group(0))[:MAX_TOOL_VERSION_CHARS]
+    return UNKNOWN
 
 
 def _probe_env() -> dict[str, str]:
@@ -97,7 +105,8 @@ async def probe(program: str, timeout_s: float = PROBE_TIMEOUT_S) -> str:
             "--version",
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            # Warnings go there (a wrapper script's, Codex's about its home): not a version.
+            stderr=subprocess.DEVNULL,
             env=_probe_env(),
             **_own_group(),
         )

@@ -3,11 +3,14 @@ whether the server answers it."""
 
 from __future__ import annotations
 
+import asyncio
+import shutil
 import sys
 import time
 
 import click
 
+from runnercli.case.tools import probe
 from runnercli.commands.common import (
     PAIR_HINT,
     allowed,
@@ -33,6 +36,7 @@ from runnercli.console.terminal import clean
 from runnercli.laptop.state import report_lines, runner_report
 from runnercli.laptop.updates import update_advice
 from runnercli.protocol import PROTOCOL_VERSION
+from runnercli.protocol.agents import AGENT_CLIS
 
 
 @click.command()
@@ -63,13 +67,38 @@ def status(config_file: str | None) -> None:
         sys.exit(EXIT_NOT_REPORTED)
 
 
+def agent_lines() -> list[str]:
+    """Whether each agent CLI on this PATH is a version the project pinned and tested
+    (`runnercli.protocol.agents`): one line each, nothing for one not installed."""
+
+    async def versions() -> list[str]:
+        return list(await asyncio.gather(*(probe(agent.tool) for agent in AGENT_CLIS)))
+
+    installed = [agent for agent in AGENT_CLIS if shutil.which(agent.tool) is not None]
+    if not installed:
+        return []
+    found = dict(zip([agent.tool for agent in AGENT_CLIS], asyncio.run(versions()), strict=True))
+    lines = []
+    for agent in installed:
+        version = found[agent.tool]
+        if version == agent.version:
+            lines.append(f"✓ {agent.tool} {version}: the pinned version")
+        else:
+            lines.append(
+                f"⚠ {agent.tool} {clean(version)}: not the pinned version {agent.version} "
+                f"(install it with `npm install -g {agent.npm_spec}`)"
+            )
+    return lines
+
+
 @click.command()
 @server_option
 @token_option
 @insecure_option
 @config_option
 def doctor(server: str | None, token: str | None, insecure: bool, config_file: str | None) -> None:
-    """Check that the server answers and the token is valid."""
+    """Check that the server answers and the token is valid, and whether the agent CLIs on
+    PATH (claude, codex) are the versions the runner was tested with."""
     path, config = load_config(config_file)
     click.echo(f"config:  {path}{file_note(path)}")
     server = check_server(server or config.server, insecure=insecure or config.insecure)
@@ -86,6 +115,8 @@ def doctor(server: str | None, token: str | None, insecure: bool, config_file: s
     click.echo(f"✓ protocol {PROTOCOL_VERSION} (server {hello.server_protocol})")
     click.echo(f"capabilities: {', '.join(capabilities)}")
     click.echo(f"allow:        {allowed(path, config)}")
+    for line in agent_lines():
+        click.echo(line)
     advice = update_advice(hello.latest_runner_version)
     if advice is not None:
         click.echo(f"{'⬆' if advice.newer else '✓'} {advice.line()}")

@@ -67,6 +67,7 @@ JUDGE_FEATURES = ["judge"]
 # (`runnercli.case.<feature>`); `judge`: the pipeline of a judge job; `slots`: a case takes
 # its harness's slots of `--max-concurrent` (`runnercli.slots`).
 RUNNER_FEATURES: tuple[str, ...] = (
+    "agent_config",
     "artifacts",
     "files",
     "judge",

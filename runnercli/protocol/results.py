@@ -88,6 +88,16 @@ class Fingerprint(Received):
     images: dict[ToolName, ImageFingerprint] | None = Field(
         default=None, exclude_if=lambda v: v is None, max_length=16
     )
+    # An agent CLI's configuration: `clean` (a fresh one holding the member's login alone),
+    # `member` (theirs), or `member (login not carried)` when clean could not be.
+    agent_config: str | None = Field(
+        default=None, exclude_if=lambda v: v is None, max_length=MAX_RUNNER_INFO_CHARS
+    )
+    # Per agent CLI, digests (never contents) of the configuration it ran with: `settings`,
+    # `instructions`, and the names of its `hooks`, `plugins`, `mcp_servers` ("" for none).
+    agent_settings: dict[ToolName, dict[ToolName, Annotated[str, Field(max_length=64)]]] | None = (
+        Field(default=None, exclude_if=lambda v: v is None, max_length=4)
+    )
 
 
 class CaseResult(Received):

@@ -46,6 +46,8 @@ def judge_spec(spec: HarnessSpec) -> HarnessSpec:
         timeout_s=judge.timeout_s,
         capabilities=judge.capabilities,
         output="text",
+        # A judge that is an agent CLI runs with its harness's agent configuration.
+        agent_config=spec.agent_config,
     )
 
 

@@ -24,9 +24,13 @@ FACTS = (
     ("arch", "arch"),
     ("Python", "python"),
     ("harness", "harness_digest"),
+    ("agent config", "agent_config"),
 )
+MACHINE_FACTS = frozenset(label for label, _ in FACTS)
 DIGEST_SHOWN = 12
 NONE = "(none)"
+# An agent CLI's own configuration, as a fact: "claude settings".
+SETTINGS = " settings"
 
 
 def fingerprint_facts(fingerprint: Any) -> dict[str, str]:
@@ -38,7 +42,40 @@ def fingerprint_facts(fingerprint: Any) -> dict[str, str]:
     tools = fingerprint.get("tools")
     if isinstance(tools, dict):
         facts |= {str(name): str(version) for name, version in sorted(tools.items())}
+    agents = fingerprint.get("agent_settings")
+    if isinstance(agents, dict):
+        for tool, settings in sorted(agents.items()):
+            if isinstance(settings, dict):
+                facts[f"{tool}{SETTINGS}"] = settings_fact(settings)
     return {label: value for label, value in facts.items() if value}
+
+
+def settings_fact(settings: dict[str, Any]) -> str:
+    """An agent CLI's configuration digests as one fact: `hooks 1a2b3c4d, settings …`."""
+    shown = [f"{name} {str(digest)[:8]}" for name, digest in sorted(settings.items()) if digest]
+    return ", ".join(shown) or NONE
+
+
+def _parts(fact: str) -> dict[str, str]:
+    if fact == NONE:
+        return {}
+    return dict(part.split(" ", 1) for part in fact.split(", ") if " " in part)
+
+
+def settings_difference(before: str, after: str) -> str:
+    """What differs between two configurations' facts: "hooks added, instructions changed"."""
+    a, b = _parts(before), _parts(after)
+    said = []
+    for name in sorted({*a, *b}):
+        if a.get(name) != b.get(name):
+            said.append(
+                f"{name} {'added' if name not in a else 'removed' if name not in b else 'changed'}"
+            )
+    return ", ".join(said)
+
+
+def _machine(label: str) -> bool:
+    return label in MACHINE_FACTS or label.endswith(SETTINGS)
 
 
 @dataclass(frozen=True)
@@ -48,6 +85,16 @@ class FingerprintGroup:
     facts: dict[str, str]
     results: int
     runners: list[str]
+
+    @property
+    def machine(self) -> dict[str, str]:
+        """The machine's and runner's facts, the tools left out."""
+        return {label: value for label, value in self.facts.items() if _machine(label)}
+
+    @property
+    def tools(self) -> dict[str, str]:
+        """Each tool's version by its name (`claude` → `2.1.197`): a page shows them as chips."""
+        return {label: value for label, value in self.facts.items() if not _machine(label)}
 
 
 def run_fingerprints(run: Run) -> list[FingerprintGroup]:
@@ -81,6 +128,9 @@ class FingerprintChange:
     of: int
 
     def __str__(self) -> str:
+        if self.fact.endswith(SETTINGS):
+            what = settings_difference(self.before, self.after)
+            return f"{self.fact} differ on {self.cases} of {self.of} cases: {what}"
         return f"{self.fact} {self.before} → {self.after} on {self.cases} of {self.of} cases"
 
 

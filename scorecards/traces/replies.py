@@ -54,6 +54,9 @@ class Totals(Reply):
     tool_calls: int = 0
     tool_errors: int = 0
     errors: int = 0
+    raw: int = Field(
+        default=0, description="Events the runner's parser did not know, kept whole as `raw`."
+    )
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_input_tokens: int | None = None
@@ -111,6 +114,9 @@ class TraceReply(Reply):
     last_ts: int | None
     step: Step | None
     totals: Totals
+    parser: str | None = Field(
+        description='The parser of the agent\'s stream and the version it read: "claude 2.1.197".'
+    )
     events: list[TraceEventItem]
     next_after_seq: int | None = Field(description="Pass as `after_seq` for the next page.")
 
@@ -131,6 +137,7 @@ class TraceReply(Reply):
             last_ts=trace.last_ts if trace else None,
             step=Step.of(trace),
             totals=Totals.model_validate(totals),
+            parser=page.parser,
             events=[TraceEventItem.of(row, brief) for row in page.events],
             next_after_seq=page.events[-1].seq if page.more else None,
         )

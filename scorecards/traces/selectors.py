@@ -12,7 +12,7 @@ from core.fields import ascii_int, query_int
 from runners.models import JobAttempt, JobStatus, RunnerJob
 from scorecards.blobs.services import blob_open
 from scorecards.links import key_may_exist
-from scorecards.models import Run
+from scorecards.models import CaseResult, Run
 from scorecards.selectors.runs import repeat_of, run_get
 from scorecards.traces.models import CaseTrace, ScreenFrame, TraceEvent
 from scorecards.traces.screens import live_frame, live_frames
@@ -69,12 +69,35 @@ def attempt_of(
     return CaseAttempt(run=run, job=job, attempt=chosen)
 
 
+# The tool whose stream each parsed `output` is.
+STREAM_TOOLS = {"claude-stream-json": "claude", "codex-jsonl": "codex"}
+
+
 @dataclass(frozen=True)
 class TracePage:
     case: CaseAttempt
     trace: CaseTrace | None
     events: list[TraceEvent]
     more: bool
+    # Which parser read the agent's stream, with the tool's version: "claude 2.1.197".
+    parser: str | None = None
+
+
+def stream_parser_of(where: CaseAttempt) -> str | None:
+    """The tool whose stream the runner parsed for this attempt, and its version as the
+    attempt's result reported it: "claude 2.1.197" (the tool alone before a result)."""
+    if where.job.kind != "case" or where.attempt is None:
+        return None
+    tool = STREAM_TOOLS.get(str(where.run.harness.spec.get("output", "")))
+    if tool is None:
+        return None
+    fingerprints = CaseResult.objects.filter(attempt_id=where.attempt.pk).values_list(
+        "fingerprint", flat=True
+    )
+    tools = next(iter(fingerprints), None) or {}
+    tools = tools.get("tools") if isinstance(tools, dict) else None
+    version = tools.get(tool) if isinstance(tools, dict) else None
+    return f"{tool} {version}" if isinstance(version, str) and version else tool
 
 
 def trace_page(where: CaseAttempt, *, after_seq: Any = None, limit: Any = None) -> TracePage:
@@ -88,7 +111,7 @@ def trace_page(where: CaseAttempt, *, after_seq: Any = None, limit: Any = None) 
     if after is not None:
         rows = rows.filter(seq__gt=after)
     page = list(rows[: size + 1])
-    return TracePage(where, trace, page[:size], len(page) > size)
+    return TracePage(where, trace, page[:size], len(page) > size, stream_parser_of(where))
 
 
 def filmstrip(where: CaseAttempt) -> list[ScreenFrame]:

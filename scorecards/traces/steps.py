@@ -5,7 +5,8 @@ batch stored, so the run page reads one row per running case, never its events:
 
 - `open`: the tool calls not answered yet, oldest first (`[id, name, label, ts]`), bounded;
 - `last`: the latest activity when no call is open ("thinking", "writing", "done", …);
-- `totals`: tool calls, errors, tokens and cost (`usage` events are summed; Claude's final
+- `totals`: tool calls, errors, events kept `raw` (lines the parser does not know), tokens and
+  cost (`usage` events are summed; Claude's final
   `result` event carries the session's own totals, which then stand).
 """
 
@@ -103,6 +104,9 @@ def advance(state: dict[str, Any], events: Iterable[TraceEvent]) -> dict[str, An
                 totals["tool_errors"] = totals.get("tool_errors", 0) + 1
         elif event.kind == "error":
             totals["errors"] = totals.get("errors", 0) + 1
+        elif event.kind == "raw":
+            # A line the runner's parser did not know (a CLI's stream changed), kept whole.
+            totals["raw"] = totals.get("raw", 0) + 1
         elif event.kind == "usage":
             _spent(totals, event)
         if (activity := _activity(event)) is not None:

@@ -84,4 +84,4 @@ def test_results_carry_the_fingerprint_and_compare_names_the_tool_that_changed(
     assert '<span class="mono">2.1.0</span> on 3 of 3 cases' in compared
     run_page = page(api, alice, f"/runs/{b['id']}/")
     assert "Where it ran" in run_page
-    assert '<span class="muted">claude</span> <span class="mono">2.1.0</span>' in run_page
+    assert 'data-tool="claude">claude <span class="mono">2.1.0</span>' in run_page

@@ -41,7 +41,28 @@ def test_a_version_is_read_from_what_the_tool_prints() -> None:
     assert version_of("v20.11.0\n") == "20.11.0"
     assert version_of("Docker version 24.0.5, build ced0996") == "24.0.5"
     assert version_of("\nMozilla Firefox 115.6.0esr\n") == "115.6.0esr"
-    assert version_of("nightly\x1b[2K") == "nightly\\x1b[2K"
+    assert version_of("nightly\x1b[2K") == "(unknown)"
+    assert version_of("") == "(unknown)"
+    # A wrapper's warning before the version (Debian's chromium, when `[` trips on its
+    # memory check) is passed over.
+    warned = "/usr/bin/chromium: 9: [: 25275424768: unexpected operator\nChromium 120.0.6099.224\n"
+    assert version_of(warned) == "120.0.6099.224"
+
+
+def test_a_tool_warning_before_its_version_on_either_stream_gets_its_version(
+    bin_dir: Path,
+) -> None:
+    fake_tool(
+        bin_dir,
+        "chromium",
+        'echo "/usr/bin/chromium: 9: [: 25275424768: unexpected operator" >&2\n'
+        'echo "WARNING: proceeding, even though we could not create PATH aliases: 1.2.3" >&2\n'
+        'echo "note: no GPU found"\n'
+        'echo "Chromium 143.0.7499.169 built on Debian GNU/Linux 12 (bookworm)"',
+    )
+    fake_tool(bin_dir, "firefox", 'echo "a sentence, and no version in it"')
+    assert asyncio.run(probe("chromium")) == "143.0.7499.169"
+    assert asyncio.run(probe("firefox")) == "(unknown)"
 
 
 def test_each_tool_is_probed_once_per_session(bin_dir: Path, tmp_path: Path) -> None:

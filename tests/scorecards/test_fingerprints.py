@@ -109,4 +109,54 @@ def test_the_run_page_shows_the_runs_distinct_fingerprints(alice: Any, workspace
     client.force_login(alice)
     html = client.get(f"/runs/{run.pk}/").content.decode()
     assert "Where it ran" in html
-    assert '<span class="muted">claude</span> <span class="mono">2.1.0</span>' in html
+    assert groups[0].tools == {"claude": "2.1.0"} and "claude" not in groups[0].machine
+    # Tools as name/version chips, apart from the machine's facts.
+    chip = '<span class="tag tool-chip" data-tool="claude">claude <span class="mono">2.1.0</span>'
+    assert chip in html
+    assert '<span class="muted">claude</span>' not in html
+
+    result = run.results.filter(fingerprint__has_key="tools").order_by("seq").first()
+    assert result is not None
+    page = client.get(f"/runs/{run.pk}/cases/{result.case.key}/").content.decode()
+    assert chip in page
+    assert "tools: {" not in page and "{&#x27;claude&#x27;" not in page
+
+
+def test_compare_names_an_agent_configuration_that_differs(alice: Any, workspace: Any) -> None:
+    suite(alice, cases=2)
+    laptop = pair(alice)
+    member = {**MACHINE, "agent_config": "member", "tools": {"claude": "2.1.197"}}
+    clean = {**member, "agent_config": "clean"}
+    a = run_with(alice, laptop, [member, member])
+    b = run_with(alice, laptop, [clean, member])
+    comparison = run_compare(user=alice, workspace_slug="acme", a=a.pk, b=b.pk)
+    assert [str(c) for c in fingerprint_changes(comparison)] == [
+        "agent config member → clean on 1 of 2 cases"
+    ]
+
+
+def test_compare_names_what_differs_of_an_agents_own_configuration(
+    alice: Any, workspace: Any
+) -> None:
+    suite(alice, cases=3)
+    laptop = pair(alice)
+    bare = {"settings": "", "instructions": "", "hooks": "", "plugins": "", "mcp_servers": ""}
+    mine = {**bare, "settings": "1a2b3c4d5e6f7a8b", "instructions": "99aa88bb77cc66dd"}
+    hooked = {**mine, "settings": "0f0f0f0f0f0f0f0f", "hooks": "5555666677778888"}
+    a = run_with(alice, laptop, [{**MACHINE, "agent_settings": {"claude": mine}}] * 3)
+    b = run_with(
+        alice,
+        laptop,
+        [
+            {**MACHINE, "agent_settings": {"claude": hooked}},
+            {**MACHINE, "agent_settings": {"claude": hooked}},
+            {**MACHINE, "agent_settings": {"claude": mine}},
+        ],
+    )
+    comparison = run_compare(user=alice, workspace_slug="acme", a=a.pk, b=b.pk)
+    assert [str(c) for c in fingerprint_changes(comparison)] == [
+        "claude settings differ on 2 of 3 cases: hooks added, settings changed"
+    ]
+    groups = run_fingerprints(b)
+    assert groups[0].machine["claude settings"].startswith("hooks 55556666, instructions")
+    assert groups[0].tools == {}

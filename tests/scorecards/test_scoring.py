@@ -34,8 +34,18 @@ def judge(
     [("timeout", "timed out"), ("error", "runner reported an error"), ("canceled", "canceled")],
 )
 def test_a_case_that_did_not_complete_is_an_error_with_its_reason(status: str, reason: str) -> None:
-    result = judge(spec("contains"), "42", "42", status=status)
+    result = judge(spec("contains"), "", "42", status=status)
     assert result == Grade(verdict="error", score=0.0, detail=reason)
+
+
+def test_an_error_the_runner_read_is_quoted_never_graded() -> None:
+    message = 'API Error: 400 {"type":"error","error":{"message":"prompt is too long"}}'
+    result = judge(spec("contains"), message, "prompt", status="error")
+    assert result == Grade(
+        verdict="error", score=0.0, detail=f"runner reported an error: {message}"
+    )
+    long = judge(spec("contains"), "x" * 2000, "x", status="error")
+    assert long.detail == "runner reported an error: " + "x" * 500 + "…"
 
 
 def test_an_unknown_status_is_an_error_naming_it() -> None:

@@ -13,6 +13,7 @@ from django.test import Client
 
 from accounts.services import api_key_create
 from runners import queue
+from runners.services import runner_hello
 from scorecards.models import Membership, Role
 from scorecards.services import dataset_create, harness_create, result_submit
 from scorecards.traces.screens import screen_report
@@ -120,3 +121,39 @@ def test_a_viewer_reads_it_and_an_outsider_is_told_nothing_exists(
     assert [client.get(url).status_code for url in urls] == [404] * 5
     Membership.objects.create(workspace=workspace, user=charlie, role=Role.VIEWER)
     assert [client.get(url).status_code for url in urls] == [200] * 5
+
+
+def test_events_the_parser_did_not_know_are_counted_and_named_with_its_version(
+    client: Client, alice: Any, workspace: Any
+) -> None:
+    spec = {
+        "command": ["claude", "-p", "{input.text}", "--output-format", "stream-json", "--verbose"],
+        "output": "claude-stream-json",
+        "capabilities": ["claude"],
+        "grader": {"type": "contains"},
+    }
+    harness_create(user=alice, workspace_slug="acme", name="echo", spec=spec)
+    cases = [{"key": "c1", "input": {"text": "hi"}, "expected": "hi"}]
+    dataset_create(user=alice, workspace_slug="acme", name="echo", cases=cases)
+    laptop = pair(alice, "laptop", ["claude"])
+    runner_hello(runner=laptop, protocol=4, capabilities=["claude"], features=["trace"])
+    run = start(alice, None)
+    (grant,) = queue.job_lease(runner=laptop)
+    fence = {"runner": laptop, "job_id": grant.job.pk, "lease_epoch": grant.job.lease_epoch}
+    unknown = [event(n, "raw", "hook_progress", event={"type": "hook_progress"}) for n in (1, 2, 4)]
+    said = [event(0, text="hi"), event(3, text="hi again")]
+    trace_report(**fence, events=sorted([*said, *unknown], key=lambda e: e.seq))
+    api(client, alice)
+    url = f"/api/runs/{run.pk}/trace?key=c1"
+    running = client.get(url).json()
+    # Before the result, the parser is known by its output; its version comes with the result.
+    assert (running["totals"]["raw"], running["parser"]) == (3, "claude")
+    result = completed("hi")
+    result.fingerprint.tools = {"claude": "2.1.197"}
+    result_submit(**fence, result=result)
+    done = client.get(url).json()
+    assert (done["totals"]["raw"], done["parser"]) == (3, "claude 2.1.197")
+
+    client.force_login(alice)
+    page = client.get(f"/runs/{run.pk}/cases/c1/").content.decode()
+    assert "3 events this parser does not know (claude 2.1.197)" in page

@@ -15,6 +15,7 @@ One case, as a stage runs it::
     # when the case has ended: the rest, then the one `dropped` event if the bounds cut it
     batcher.add(parser.finish() + follower.finish()); batcher.finish()
     output, usage = parser.final_output(), parser.final_usage()
+    error = parser.final_error()                 # the model API's error that ended it, if one
 """
 
 from __future__ import annotations
@@ -55,12 +56,14 @@ __all__ = [
 
 
 class StreamParser(Protocol):
-    """An agent's stdout format: bytes in, drafts out; the final output and usage at the end."""
+    """An agent's stdout format: bytes in, drafts out; the final output and usage at the end,
+    and the error that ended the session when one did."""
 
     def feed(self, chunk: bytes, ts: int | None = None) -> list[Draft]: ...
     def finish(self, ts: int | None = None) -> list[Draft]: ...
     def final_output(self) -> str | None: ...
     def final_usage(self) -> dict[str, Any] | None: ...
+    def final_error(self) -> str | None: ...
 
 
 # A harness's `output` → the parser of its stdout.

@@ -5,7 +5,9 @@ Each line is one message: `system` (`init` first), `assistant` (content blocks `
 last `result` (`subtype` `success` or `error_…`, the final `result` text, `total_cost_usd`,
 `usage`, `duration_ms`, `num_turns`, `is_error`). `stream_event` lines (partial messages) are
 skipped: the whole message follows them. The final result's text is the case's output and
-its usage the case's usage, whatever the trace's bounds kept.
+its usage the case's usage, whatever the trace's bounds kept. A `result` with `is_error` (the
+model API refused: "API Error: 400 …", a plan limit) ends the case as an error quoting it; a
+turn limit (`error_max_turns`) is what stopped the agent, not an error of the case.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ USAGE_NUMBERS = (
     "cache_read_input_tokens",
 )
 RESULT_NUMBERS = ("total_cost_usd", "duration_ms", "duration_api_ms", "num_turns")
+# A result that is an error but not of the case: the agent was stopped by its turn limit.
+STOPPED_SUBTYPES = frozenset({"error_max_turns"})
 
 
 def _number(value: Any) -> bool:
@@ -77,6 +81,21 @@ class ClaudeStreamParser(JsonLinesParser):
         found = {k: usage[k] for k in USAGE_NUMBERS if _number(usage.get(k))}
         found |= {k: self._result[k] for k in RESULT_NUMBERS if _number(self._result.get(k))}
         return found
+
+    def final_error(self) -> str | None:
+        """What the final result says went wrong, when it is an error (the API's message)."""
+        result = self._result
+        if result is None or result.get("subtype") in STOPPED_SUBTYPES:
+            return None
+        if not result.get("is_error") and result.get("subtype") == "success":
+            return None
+        text = result.get("result")
+        if isinstance(text, str) and text.strip():
+            return text
+        errors = result.get("errors")
+        if isinstance(errors, list) and errors:
+            return "; ".join(str(error) for error in errors)
+        return f"Claude Code ended with {result.get('subtype') or 'an error'}"
 
     def open_calls(self) -> list[str]:
         """The names of the tool calls still waiting for their result, oldest first."""

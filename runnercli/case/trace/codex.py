@@ -5,7 +5,9 @@ Events: `thread.started`, `turn.started`, `turn.completed` (`usage`: `input_toke
 `item.updated` / `item.completed` carrying an item `{id, type, …}`: `agent_message`,
 `reasoning`, `command_execution` (`command`, `aggregated_output`, `exit_code`, `status`),
 `file_change` (`changes`, `status`; only ever completed), `mcp_tool_call`, `web_search`,
-`todo_list`, `error`. The last agent message is the case's output; usage sums the turns.
+`todo_list`, `error`. The last agent message is the case's output; usage sums the turns. A
+`turn.failed` (the model API refused, a plan limit, a stream that broke off for good) ends the
+case as an error quoting its message; `error` lines before it ("Reconnecting... 1/5") do not.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ class CodexJsonParser(JsonLinesParser):
         self._calls: dict[str, int] = {}
         self._output: str | None = None
         self._usage: dict[str, int] | None = None
+        # The message of the last `turn.failed`, unless a turn completed after it.
+        self._failed: str | None = None
 
     def on_object(self, obj: dict[str, Any], ts: int) -> list[Draft]:
         kind = obj.get("type")
@@ -43,10 +47,13 @@ class CodexJsonParser(JsonLinesParser):
         if kind == "turn.started":
             return [Draft("message", "turn", {"status": "started"}, ts)]
         if kind == "turn.completed":
+            self._failed = None
             return [self._turn_usage(obj, ts)]
         if kind in ("turn.failed", "error"):
             error = obj.get("error")
             message = error.get("message") if isinstance(error, dict) else obj.get("message")
+            if kind == "turn.failed":
+                self._failed = str(message) if message else "Codex's turn failed"
             return [Draft("error", str(kind), {"message": message}, ts)]
         return [unknown_type(obj, ts)]
 
@@ -57,6 +64,10 @@ class CodexJsonParser(JsonLinesParser):
     def final_usage(self) -> dict[str, Any] | None:
         """Tokens summed over every completed turn."""
         return dict(self._usage) if self._usage is not None else None
+
+    def final_error(self) -> str | None:
+        """The message of the turn that failed and ended the session, if one did."""
+        return self._failed
 
     def _turn_usage(self, obj: dict[str, Any], ts: int) -> Draft:
         usage = obj.get("usage")

@@ -5,7 +5,8 @@ the case's directory) and, when the harness's `output` is an agent's event strea
 (`claude-stream-json`, `codex-jsonl`), from its stdout as it streams — whose final result
 event then gives the case's output (the grader's input) and its usage and cost. Events are
 numbered, redacted and bounded on this machine (this package), sent in batches while the case
-runs and flushed when it ends; what the server could not take by then waits in the runner's
+runs and flushed when it ends (a stream whose session ended in the model API's error makes
+the case an `error` quoting it); what the server could not take by then waits in the runner's
 trace outbox (`outbox`), on disk. `--no-trace` keeps them here: the stream is still read for
 the output, nothing is sent.
 """
@@ -90,6 +91,11 @@ class Trace(Stage):
             if output is not None:
                 case.output = output
             case.usage = self.parser.final_usage()
+            # The model API's error ended the agent's session: the case is an error quoting
+            # it, never a completed case graded on an empty answer.
+            error = self.parser.final_error()
+            if error is not None:
+                case.error = case.output = error
 
     async def cleanup(self, case: CaseContext) -> None:
         # Ended early (a kill, a failed stage, the runner going): what came is still sent,

@@ -144,6 +144,10 @@ window.EverdictTrace = (function () {
     parts.push(t.tool_calls + " tool calls");
     if (t.tool_errors) parts.push(t.tool_errors + " failed");
     if (t.errors) parts.push(t.errors + " errors");
+    if (t.raw) {
+      parts.push(t.raw + (t.raw === 1 ? " event" : " events") + " this parser does not know" +
+        (reply.parser ? " (" + reply.parser + ")" : ""));
+    }
     if (t.input_tokens !== null) parts.push(t.input_tokens + " input tokens");
     if (t.output_tokens !== null) parts.push(t.output_tokens + " output tokens");
     var cached = (t.cache_read_input_tokens || 0) + (t.cached_input_tokens || 0);
