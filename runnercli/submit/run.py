@@ -82,13 +82,28 @@ class Follow:
             say(line)
 
 
+def interval(estimate: dict[str, Any] | None) -> str:
+    """A summary's `pass_rate_ci` as ` · pass rate 62 % [48-74] (95 %, Wilson)`; nothing from a
+    server older than the intervals."""
+    if not estimate or estimate.get("value") is None or not estimate.get("ci"):
+        return ""
+    lo, hi = (bound * 100 for bound in estimate["ci"])
+    places = 1 if 0 < hi - lo < 5 else 0
+    method = "Wilson" if estimate["method"] == "wilson" else "bootstrap over cases"
+    left = [f"{estimate[k]} {k}" for k in ("judging", "skipped") if estimate.get(k)]
+    return (
+        f" · pass rate {estimate['value'] * 100:.{places}f} % [{lo:.{places}f}\u2013"
+        f"{hi:.{places}f}] (95 %, {method})" + (f", {', '.join(left)} left out" if left else "")
+    )
+
+
 def _summary_line(run: dict[str, Any]) -> str:
     s = run["summary"]
     stderr = f" ± {percent(s['stderr'])}" if s.get("stderr") is not None else ""
     return (
         f"Run #{run['id']} {run['status']}: {s['pass']} pass, {s['fail']} fail, {s['error']} "
         f"error · mean pass fraction {percent(s['pass_fraction'])}{stderr} over {s['cases']} "
-        f"cases · {s['flaky']} flaky"
+        f"cases · {s['flaky']} flaky{interval(s.get('pass_rate_ci'))}"
     )
 
 
