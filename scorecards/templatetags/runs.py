@@ -20,7 +20,8 @@ def case_url(run_id: int, key: str) -> str:
 
 @register.filter
 def interval(estimate: dict[str, Any] | None) -> str:
-    """A summary's `pass_rate_ci` or `mean_score_ci` → `62 % [48-74]` (an en dash between the ends); nothing settled → `—`."""
+    """A summary's `pass_rate_ci` or `mean_score_ci` → `62 % [48-74]` (an en dash between the
+    ends); nothing settled → `—`."""
     if not estimate or estimate.get("value") is None:
         return "—"
     return estimate_text(Estimate.model_validate(estimate))
