@@ -10,7 +10,13 @@ from typing import Any
 import click
 
 from runnercli.client.personal import PersonalApi, SubmitError
-from runnercli.submit.options import EXIT_FAILED, EXIT_PASSED, Options
+from runnercli.submit.options import (
+    ANY_REGRESSION,
+    EXIT_FAILED,
+    EXIT_PASSED,
+    SIGNIFICANT_REGRESSION,
+    Options,
+)
 
 TERMINAL = ("succeeded", "failed", "canceled")
 
@@ -107,35 +113,48 @@ def _summary_line(run: dict[str, Any]) -> str:
     )
 
 
-async def _regressions(api: PersonalApi, options: Options, run_id: int) -> list[dict[str, Any]]:
+async def _regressed(api: PersonalApi, options: Options, run_id: int) -> bool:
+    """Compare with the baseline and print its sentence and regressed cases; whether what
+    `--fail-on` names happened."""
     if options.baseline is None:
-        return []
+        return False
     a = None if options.baseline == "previous" else int(options.baseline)
     try:
         compared = await api.call("compare_runs", b=run_id, a=a)
     except SubmitError as exc:
         if a is None:
             click.echo(f"No baseline to compare with ({exc}).")
-            return []
+            return False
         raise
     regressions: list[dict[str, Any]] = compared["regressions"]
     baseline = compared["a"]["id"]
+    numbers = compared.get("numbers")
+    if numbers is not None:
+        click.echo(f"Against run #{baseline}: {numbers['sentence']}")
+    any_fails = ANY_REGRESSION in options.fail_on or numbers is None
     if not regressions:
         click.echo(f"No regression against run #{baseline}.")
     for item in regressions:
         before, after = item["a"], item["b"]
         click.echo(
-            f"✗ regressed against run #{baseline}: {item['case']} "
+            f"{'✗' if any_fails else '·'} regressed against run #{baseline}: {item['case']} "
             f"{before['passes']}/{before['settled']} → {after['passes']}/{after['settled']} pass"
         )
     # A server older than the by-host comparison sends no `confined`.
     if compared.get("confined"):
         click.echo(f"  {compared['confined'][0].upper()}{compared['confined'][1:]}.")
-    return regressions
+    if numbers is None and SIGNIFICANT_REGRESSION in options.fail_on:
+        # A server older than the numbers says no verdict: any regression stands for one.
+        click.echo("  (this server gives no significance: any regression fails)")
+    significant = numbers is not None and numbers["significance"]["verdict"] == "worse"
+    if significant and SIGNIFICANT_REGRESSION in options.fail_on:
+        click.echo(f"✗ run #{run_id} is worse than run #{baseline} beyond noise")
+        return True
+    return bool(regressions) and any_fails
 
 
 async def verdict(api: PersonalApi, options: Options, run: dict[str, Any]) -> int:
-    """Print the summary and the regressions; the exit code of the build."""
+    """Print the summary and the comparison with the baseline; the exit code of the build."""
     click.echo(_summary_line(run))
     code = EXIT_PASSED
     if run["status"] != "succeeded":
@@ -147,7 +166,7 @@ async def verdict(api: PersonalApi, options: Options, run: dict[str, Any]) -> in
             f"✗ mean pass fraction {percent(fraction)} is under {percent(options.fail_under)}"
         )
         code = EXIT_FAILED
-    if await _regressions(api, options, run["id"]):
+    if await _regressed(api, options, run["id"]):
         code = EXIT_FAILED
     return code
 
