@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from django.db.models.fields.json import KT
 from django.db.models.functions import Substr
 
 from core.errors import Invalid, NotFound
@@ -30,6 +31,7 @@ from scorecards.selectors.summary import run_intervals
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
+_PASS = str(Verdict.PASS.value)
 REGRESSED = "regressed"
 FIXED = "fixed"
 UNCHANGED = "unchanged"
@@ -51,9 +53,11 @@ class Side:
     # Where and with what the first repeat ran (compare names what differs between runs).
     fingerprint: dict[str, Any] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def passes(self) -> int:
-        return self.verdicts.count(Verdict.PASS)
+        """Read once the side is whole (against a plain string: comparing with the enum
+        member goes through its own equality, a hundred times slower)."""
+        return self.verdicts.count(_PASS)
 
     @property
     def settled(self) -> int:
@@ -146,20 +150,33 @@ def _run_in(user: User, run_id: int, workspace_slug: str | None) -> Run:
 
 
 def _sides(run: Run) -> dict[str, Side]:
+    """Each case's verdicts and scores per repeat, the hosts that ran it, and its first
+    repeat's fingerprint (repeat 0). Where a case ran is read as text by the database, and the
+    fingerprint (a JSON document) for one repeat a case: a compare of 10,000 cases with 5
+    repeats decodes 10,000 documents, not 100,000."""
     sides: dict[str, Side] = {}
     rows = (
         CaseResult.objects.filter(run=run)
         .order_by("repeat")
-        .values_list("case__key", "verdict", "score", "provenance", "fingerprint")
+        .values_list(
+            "case__key",
+            "verdict",
+            "score",
+            KT("provenance__ran_on"),
+            KT("provenance__runner"),
+            KT("provenance__by"),
+        )
     )
-    for key, verdict, score, provenance, fingerprint in rows:
+    for key, verdict, score, ran_on, runner, by in rows:
         side = sides.setdefault(key, Side())
-        if not side.verdicts:
-            side.fingerprint = fingerprint or {}
         side.verdicts.append(verdict)
         side.scores.append(score)
-        if (provenance or {}).get("ran_on") == "self-hosted":
-            side.runners.add(f"{provenance.get('runner', '')} by {provenance.get('by', '')}")
+        if ran_on == "self-hosted":
+            side.runners.add(f"{runner or ''} by {by or ''}")
+    first = CaseResult.objects.filter(run=run, repeat=0)
+    for key, fingerprint in first.values_list("case__key", "fingerprint"):
+        if key in sides:
+            sides[key].fingerprint = fingerprint or {}
     return sides
 
 
