@@ -14,8 +14,7 @@ from core.serializers import StrictSerializer
 from scorecards.review.models import ReviewAction
 from scorecards.review.replies import QueueReply, ReviewItem
 from scorecards.review.selectors import people_agreement, review_queue
-from scorecards.review.services import review_act
-from scorecards.verdicts.services import MAX_NOTE_CHARS
+from scorecards.review.services import MAX_NOTE_CHARS, review_act
 
 
 class ReviewSerializer(StrictSerializer):

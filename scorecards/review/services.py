@@ -10,6 +10,8 @@ from scorecards.models import CaseResult, Verdict
 from scorecards.review.models import Review, ReviewAction
 from scorecards.verdicts.services import MAX_NOTE_CHARS, run_for_member, verdict_set
 
+__all__ = ["MAX_NOTE_CHARS", "review_act"]
+
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
