@@ -95,6 +95,13 @@ def test_the_queue_reviews_and_the_judges_agreement(
             "text": "agreed with people on 1 of 2 reviewed, 50 % [9\u201391]",
         }
     ]
+    # The harness's reply and its panel on the Harnesses page say the same.
+    (harness,) = member.get("/api/workspaces/acme/harnesses").json()
+    assert harness["people_agreement"] == after["people_agreement"]
+    page = Client()
+    page.force_login(bob)
+    html = page.get("/w/acme/harnesses/").content.decode()
+    assert "agreed with people on 1 of 2 reviewed, 50 % [9\u201391]" in html
 
 
 def test_who_may_review_and_bad_input(alice: Any, bob: Any, charlie: Any, workspace: Any) -> None:
