@@ -102,6 +102,9 @@ def test_the_queue_reviews_and_the_judges_agreement(
     page.force_login(bob)
     html = page.get("/w/acme/harnesses/").content.decode()
     assert "agreed with people on 1 of 2 reviewed, 50 % [9\u201391]" in html
+    # And the case page, beside the judge's reason.
+    case = page.get(f"/runs/{run.pk}/cases/c0/").content.decode()
+    assert "this judge agreed with people on 1 of 2 reviewed, 50 % [9\u201391]" in case
 
 
 def test_who_may_review_and_bad_input(alice: Any, bob: Any, charlie: Any, workspace: Any) -> None:
