@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "scorecards.files",
     "scorecards.judging",
     "scorecards.verdicts",
+    "scorecards.review",
     "scorecards.cases",
     "mcpgateway",
 ]

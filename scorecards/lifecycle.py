@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from runnercli.protocol import CaseResult as WireResult
     from runnercli.protocol import HarnessSpec, ResultReport
     from runners.models import Runner, RunnerJob
-    from scorecards.models import CaseResult, Run
+    from scorecards.models import CaseResult, Run, Workspace
 
 # What a live part remembers of each thing it sent a watcher, by id: sent again when changed.
 Seen = dict[int, tuple[Any, ...]]
@@ -98,6 +98,8 @@ RESULTS_STORED: list[ResultsStored] = []
 LANES: dict[str, Lane] = {}
 SUMMARY_PARTS: list[SummaryPart] = []
 LIVE_PARTS: dict[str, LivePart] = {}
+# What features add to a harness as listed and on the Harnesses page: figures(workspace, name).
+HARNESS_PARTS: list[Callable[[Workspace, str], dict[str, Any]]] = []
 
 T = TypeVar("T")
 
@@ -175,3 +177,15 @@ def summary_figures(run: Run) -> dict[str, Any]:
 
 def summary_before() -> dict[str, Any]:
     return {name: value for part in SUMMARY_PARTS for name, value in part.before.items()}
+
+
+def harness_part(
+    figures: Callable[[Workspace, str], dict[str, Any]],
+) -> Callable[[Workspace, str], dict[str, Any]]:
+    """Register `figures(workspace, name)`: what a feature adds to a harness's reply and panel."""
+    HARNESS_PARTS.append(figures)
+    return figures
+
+
+def harness_figures(workspace: Workspace, name: str) -> dict[str, Any]:
+    return {key: value for part in HARNESS_PARTS for key, value in part(workspace, name).items()}

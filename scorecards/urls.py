@@ -11,6 +11,7 @@ from scorecards.blobs import urls as blobs_urls
 from scorecards.cases import urls as cases_urls
 from scorecards.consumers import RunConsumer
 from scorecards.files import urls as files_urls
+from scorecards.review import urls as review_urls
 from scorecards.traces import urls as traces_urls
 from scorecards.verdicts import urls as verdicts_urls
 
@@ -27,6 +28,7 @@ urlpatterns = [
     path("runs/<int:run_id>/cancel", views.run_cancel_view, name="run-cancel"),
     path("runs/<int:run_id>/rerun", views.run_rerun_view, name="run-rerun"),
     *verdicts_urls.urlpatterns,
+    *review_urls.urlpatterns,
     *cases_urls.urlpatterns,
 ]
 
@@ -60,6 +62,7 @@ api_urlpatterns = [
         name="api-run-results-jsonl",
     ),
     *verdicts_urls.api_urlpatterns,
+    *review_urls.api_urlpatterns,
     *blobs_urls.api_urlpatterns,
     *files_urls.api_urlpatterns,
     *cases_urls.api_urlpatterns,

@@ -256,3 +256,16 @@ def test_the_agent_clis_benchmark_times_worktree_beside_bypass(tmp_path: Path) -
         assert row["value"].endswith(" ms")
         assert row["baseline"].endswith(" ms: the same case with bypass")
         assert row["target"] == "<= +1000 ms"
+
+
+@pytest.mark.once
+@pytest.mark.timeout(120)
+def test_the_compare_benchmark_compares_two_runs_beside_a_get(tmp_path: Path) -> None:
+    result = bench("compare_runs", ["--cases", "100", "--repeats", "3", "--repeat", "1"], tmp_path)
+    figures = [row["figure"] for row in result["rows"]]
+    assert figures == [
+        "GET compare, 100 cases x 3, intervals cold",
+        "the same, the runs' intervals cached",
+    ]
+    assert all("GET /api/runs/<id>" in row["baseline"] for row in result["rows"])
+    assert "(paired permutation, 100 pairs)" in result["stdout"]

@@ -3,7 +3,8 @@
 Authenticated by a personal API key (`--api-key` / `$EVERDICT_API_KEY`), through the personal
 MCP tools (`start_run`, `get_run`, `compare_runs`, `cancel_run`; `pair_runner` and
 `revoke_runner` for `--here`; `push_catalog` for `--harness-file`). Exit codes: 0 passed; 1
-under `--fail-under`, a regression against the baseline, or the run ended failed or canceled;
+under `--fail-under`, a regression against the baseline (`--fail-on`: B worse beyond noise by
+default, or any regressed case), or the run ended failed or canceled;
 2 usage, authentication or server error. SIGINT/SIGTERM while waiting cancels the run.
 """
 
@@ -23,7 +24,14 @@ from runnercli.config import SERVER_ENV
 from runnercli.submit.harness_file import push_harness_file
 from runnercli.submit.here import run_here
 from runnercli.submit.metadata import detected_metadata, given_metadata
-from runnercli.submit.options import API_KEY_ENV, EXIT_ERROR, EXIT_PASSED, Options
+from runnercli.submit.options import (
+    API_KEY_ENV,
+    EXIT_ERROR,
+    EXIT_PASSED,
+    FAIL_ON,
+    SIGNIFICANT_REGRESSION,
+    Options,
+)
 from runnercli.submit.run import Follow, announce, start_args, verdict
 
 
@@ -65,7 +73,18 @@ def _baseline(value: str | None) -> str | None:
 @click.option("--runtime", default="self:any", show_default=True, help="self:any or self:<id>.")
 @click.option("--repeats", type=click.IntRange(1, 20), default=1, show_default=True)
 @click.option("--concurrency", type=click.IntRange(1, 256), default=1, show_default=True)
-@click.option("--baseline", help="Compare with this run id, or `previous`; a regression fails.")
+@click.option(
+    "--baseline",
+    help="Compare with this run id, or `previous`; what fails is --fail-on's (by default a "
+    "significant regression).",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(FAIL_ON),
+    multiple=True,
+    help="Against the baseline, fail on B being worse beyond noise (significant-regression, "
+    "the default) or on any case that regressed (any-regression); repeatable.",
+)
 @click.option(
     "--fail-under",
     type=click.FloatRange(0, 1),
@@ -102,6 +121,7 @@ def submit(**given: Any) -> None:
         concurrency=given["concurrency"],
         baseline=_baseline(given["baseline"]),
         fail_under=given["fail_under"],
+        fail_on=tuple(dict.fromkeys(given["fail_on"])) or (SIGNIFICANT_REGRESSION,),
         wait=given["wait"] or given["here"],
         here=given["here"],
         poll_s=given["poll_s"],

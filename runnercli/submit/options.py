@@ -12,7 +12,22 @@ EXIT_PASSED = 0
 EXIT_FAILED = 1
 EXIT_ERROR = 2
 
-__all__ = ["API_KEY_ENV", "EXIT_ERROR", "EXIT_FAILED", "EXIT_PASSED", "Options"]
+# What fails the build against a baseline: the compare's overall verdict `worse` (B is worse
+# beyond noise), or any case that regressed.
+SIGNIFICANT_REGRESSION = "significant-regression"
+ANY_REGRESSION = "any-regression"
+FAIL_ON = (SIGNIFICANT_REGRESSION, ANY_REGRESSION)
+
+__all__ = [
+    "ANY_REGRESSION",
+    "API_KEY_ENV",
+    "EXIT_ERROR",
+    "EXIT_FAILED",
+    "EXIT_PASSED",
+    "FAIL_ON",
+    "SIGNIFICANT_REGRESSION",
+    "Options",
+]
 
 
 @dataclass
@@ -31,6 +46,8 @@ class Options:
     here: bool
     poll_s: float
     metadata: dict[str, Any] = field(default_factory=dict)
+    # With a baseline: significant-regression unless told otherwise.
+    fail_on: tuple[str, ...] = (SIGNIFICANT_REGRESSION,)
     harness_version: int | None = None
     dataset_version: int | None = None
     # A harness file pushed first (`--harness-file`): the run uses the version it is.

@@ -10,7 +10,13 @@ from typing import Any
 import click
 
 from runnercli.client.personal import PersonalApi, SubmitError
-from runnercli.submit.options import EXIT_FAILED, EXIT_PASSED, Options
+from runnercli.submit.options import (
+    ANY_REGRESSION,
+    EXIT_FAILED,
+    EXIT_PASSED,
+    SIGNIFICANT_REGRESSION,
+    Options,
+)
 
 TERMINAL = ("succeeded", "failed", "canceled")
 
@@ -82,45 +88,73 @@ class Follow:
             say(line)
 
 
+def interval(estimate: dict[str, Any] | None) -> str:
+    """A summary's `pass_rate_ci` as ` · pass rate 62 % [48-74] (95 %, Wilson)`; nothing from a
+    server older than the intervals."""
+    if not estimate or estimate.get("value") is None or not estimate.get("ci"):
+        return ""
+    lo, hi = (bound * 100 for bound in estimate["ci"])
+    places = 1 if 0 < hi - lo < 5 else 0
+    method = "Wilson" if estimate["method"] == "wilson" else "bootstrap over cases"
+    left = [f"{estimate[k]} {k}" for k in ("judging", "skipped") if estimate.get(k)]
+    return (
+        f" · pass rate {estimate['value'] * 100:.{places}f} % [{lo:.{places}f}\u2013"
+        f"{hi:.{places}f}] (95 %, {method})" + (f", {', '.join(left)} left out" if left else "")
+    )
+
+
 def _summary_line(run: dict[str, Any]) -> str:
     s = run["summary"]
     stderr = f" ± {percent(s['stderr'])}" if s.get("stderr") is not None else ""
     return (
         f"Run #{run['id']} {run['status']}: {s['pass']} pass, {s['fail']} fail, {s['error']} "
         f"error · mean pass fraction {percent(s['pass_fraction'])}{stderr} over {s['cases']} "
-        f"cases · {s['flaky']} flaky"
+        f"cases · {s['flaky']} flaky{interval(s.get('pass_rate_ci'))}"
     )
 
 
-async def _regressions(api: PersonalApi, options: Options, run_id: int) -> list[dict[str, Any]]:
+async def _regressed(api: PersonalApi, options: Options, run_id: int) -> bool:
+    """Compare with the baseline and print its sentence and regressed cases; whether what
+    `--fail-on` names happened."""
     if options.baseline is None:
-        return []
+        return False
     a = None if options.baseline == "previous" else int(options.baseline)
     try:
         compared = await api.call("compare_runs", b=run_id, a=a)
     except SubmitError as exc:
         if a is None:
             click.echo(f"No baseline to compare with ({exc}).")
-            return []
+            return False
         raise
     regressions: list[dict[str, Any]] = compared["regressions"]
     baseline = compared["a"]["id"]
+    numbers = compared.get("numbers")
+    if numbers is not None:
+        click.echo(f"Against run #{baseline}: {numbers['sentence']}")
+    any_fails = ANY_REGRESSION in options.fail_on or numbers is None
     if not regressions:
         click.echo(f"No regression against run #{baseline}.")
     for item in regressions:
         before, after = item["a"], item["b"]
         click.echo(
-            f"✗ regressed against run #{baseline}: {item['case']} "
+            f"{'✗' if any_fails else '·'} regressed against run #{baseline}: {item['case']} "
             f"{before['passes']}/{before['settled']} → {after['passes']}/{after['settled']} pass"
         )
     # A server older than the by-host comparison sends no `confined`.
     if compared.get("confined"):
         click.echo(f"  {compared['confined'][0].upper()}{compared['confined'][1:]}.")
-    return regressions
+    if numbers is None and SIGNIFICANT_REGRESSION in options.fail_on:
+        # A server older than the numbers says no verdict: any regression stands for one.
+        click.echo("  (this server gives no significance: any regression fails)")
+    significant = numbers is not None and numbers["significance"]["verdict"] == "worse"
+    if significant and SIGNIFICANT_REGRESSION in options.fail_on:
+        click.echo(f"✗ run #{run_id} is worse than run #{baseline} beyond noise")
+        return True
+    return bool(regressions) and any_fails
 
 
 async def verdict(api: PersonalApi, options: Options, run: dict[str, Any]) -> int:
-    """Print the summary and the regressions; the exit code of the build."""
+    """Print the summary and the comparison with the baseline; the exit code of the build."""
     click.echo(_summary_line(run))
     code = EXIT_PASSED
     if run["status"] != "succeeded":
@@ -132,7 +166,7 @@ async def verdict(api: PersonalApi, options: Options, run: dict[str, Any]) -> in
             f"✗ mean pass fraction {percent(fraction)} is under {percent(options.fail_under)}"
         )
         code = EXIT_FAILED
-    if await _regressions(api, options, run["id"]):
+    if await _regressed(api, options, run["id"]):
         code = EXIT_FAILED
     return code
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, RootModel
 
 from core.replies import Reply, Timestamp
+from scorecards import lifecycle
 from scorecards.models import DatasetVersion, HarnessVersion
 from scorecards.selectors.catalog import DatasetEntry, HarnessEntry
 from scorecards.services.pushes import Pushed
@@ -36,10 +37,16 @@ class HarnessItem(HarnessReply):
     """A harness as listed: its latest version, and how many versions it has."""
 
     versions: int
+    people_agreement: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Per judge (prompt digest and model) of this harness's runs, how often "
+        "people agreed with it: `agreed with people on 31 of 34 reviewed, 91 % [77-97]`.",
+    )
 
     @classmethod
     def of_entry(cls, entry: HarnessEntry) -> HarnessItem:
-        return cls(**HarnessReply.of(entry.latest).model_dump(), versions=entry.versions)
+        figures = lifecycle.harness_figures(entry.latest.workspace, entry.latest.name)
+        return cls(**HarnessReply.of(entry.latest).model_dump(), versions=entry.versions, **figures)
 
 
 class HarnessItems(RootModel[list[HarnessItem]]):

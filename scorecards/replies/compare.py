@@ -6,6 +6,7 @@ from pydantic import Field
 
 from core.replies import Reply, Timestamp
 from scorecards.models import Run
+from scorecards.numbers import CaseTest, Estimate, Significance
 from scorecards.replies.runs import VersionRef
 from scorecards.selectors.compare import (
     CHANGED,
@@ -16,6 +17,7 @@ from scorecards.selectors.compare import (
     UNCHANGED,
     CaseChange,
     Comparison,
+    Numbers,
     Side,
 )
 from scorecards.selectors.confined import confined_regressions
@@ -51,7 +53,8 @@ class CaseSide(Reply):
     def of(cls, side: Side | None) -> CaseSide | None:
         if side is None:
             return None
-        return cls(
+        # Built from the database's own rows, thousands a compare: not validated again.
+        return cls.model_construct(
             passes=side.passes,
             settled=side.settled,
             pass_fraction=round(side.fraction, 4),
@@ -65,23 +68,66 @@ class CaseChangeItem(Reply):
     a: CaseSide | None
     b: CaseSide | None
     flaky: bool = Field(description="Passed on some repeats and not on others, in A or in B.")
+    test: CaseTest | None = Field(
+        default=None,
+        description="With repeats, a regressed or fixed case: Fisher's exact test of its passes "
+        "in A against B, and whether it survives the Benjamini-Hochberg correction (5 % false "
+        "discoveries) over the regressed and fixed cases.",
+    )
 
     @classmethod
     def of(cls, change: CaseChange) -> CaseChangeItem:
-        return cls(
+        return cls.model_construct(
             case=change.key,
             change=change.change,
             a=CaseSide.of(change.a),
             b=CaseSide.of(change.b),
             flaky=change.flaky,
+            test=change.test,
+        )
+
+
+class CompareNumbers(Reply):
+    """Whether B differs from A beyond noise, on the cases both runs settled (paired by key)."""
+
+    sentence: str = Field(
+        description="`pass rate 62 % [48-74] vs 70 % [56-81]; Δ -8 pp [-19, +3], p = 0.18 "
+        "(McNemar, 40 pairs): no detectable difference — these pairs detect ≥ 21 pp` (a true "
+        "minus sign, an en dash between an interval's ends), or `… no paired cases`."
+    )
+    a: Estimate = Field(description="A's pass rate with its 95 % interval.")
+    b: Estimate = Field(description="B's pass rate with its 95 % interval.")
+    significance: Significance = Field(
+        description="B - A on pass fractions: exact McNemar for one repeat, else a paired "
+        "sign-flip permutation test; verdict `worse`, `better` or `no_detectable_difference`."
+    )
+    scores: Significance | None = Field(
+        description="The same on mean scores (permutation test), when the grader gives more "
+        "than pass or fail."
+    )
+    only_a: int = Field(description="Cases settled in A only: counted apart, not paired.")
+    only_b: int = Field(description="Cases settled in B only: counted apart, not paired.")
+
+    @classmethod
+    def of(cls, numbers: Numbers) -> CompareNumbers:
+        return cls(
+            sentence=numbers.sentence,
+            a=numbers.a,
+            b=numbers.b,
+            significance=numbers.significance,
+            scores=numbers.scores,
+            only_a=numbers.only_a,
+            only_b=numbers.only_b,
         )
 
 
 class CompareReply(Reply):
-    """Run B against baseline A, case by case on pass fractions: regressions first."""
+    """Run B against baseline A: whether B differs beyond noise (`numbers`), then case by case
+    on pass fractions, regressions first."""
 
     a: RunRef
     b: RunRef
+    numbers: CompareNumbers
     counts: dict[str, int]
     regressions: list[CaseChangeItem]
     fixes: list[CaseChangeItem]
@@ -101,6 +147,7 @@ class CompareReply(Reply):
         return cls(
             a=RunRef.of(comparison.a),
             b=RunRef.of(comparison.b),
+            numbers=CompareNumbers.of(comparison.numbers),
             counts=comparison.counts,
             regressions=groups[REGRESSED],
             fixes=groups[FIXED],

@@ -8,6 +8,8 @@ from pydantic import Field
 
 from core.replies import Reply, Timestamp
 from scorecards.models import Run
+from scorecards.numbers import wilson_interval
+from scorecards.selectors.summary import run_intervals
 
 
 def _label(run: Run) -> str:
@@ -20,6 +22,10 @@ class HistoryPoint(Reply):
     url: str
     at: Timestamp
     pass_fraction: float | None
+    ci: tuple[float, float] | None = Field(
+        description="The 95 % interval of pass_fraction: Wilson for a run of one repeat, the "
+        "run summary's bootstrap over cases otherwise."
+    )
     settled: int
     status: str
     harness_version: int
@@ -30,11 +36,18 @@ class HistoryPoint(Reply):
     def of(cls, run: Run) -> HistoryPoint:
         """A run of `harness_runs` as a point of its series."""
         done, passed = getattr(run, "n_done", 0), getattr(run, "n_pass", 0)
+        value, ci = round(passed / done, 4) if done else None, None
+        if done and run.repeats == 1:
+            ci = wilson_interval(passes=passed, trials=done)
+        elif done:
+            estimate = run_intervals(run)["pass_rate_ci"]
+            value, ci = estimate.value, estimate.ci
         return cls(
             run=run.pk,
             url=reverse("run", args=[run.pk]),
             at=run.created_at,
-            pass_fraction=round(passed / done, 4) if done else None,
+            pass_fraction=value,
+            ci=ci,
             settled=done,
             status=run.status,
             harness_version=run.harness.version,

@@ -11,6 +11,7 @@ from pydantic import Field, RootModel
 
 from core.replies import Reply, Timestamp
 from scorecards.models import DatasetVersion, HarnessVersion, Run, RunEvent
+from scorecards.numbers import Estimate
 from scorecards.replies.hosts import ByHostReply
 from scorecards.replies.results import RunResultItem, result_items
 from scorecards.selectors.cursors import cursor_encode
@@ -45,6 +46,17 @@ class RunSummary(Reply):
     )
     stderr: float | None = Field(description="Standard error of `pass_fraction` over cases.")
     flaky: int = Field(description="Cases that both passed and did not, across repeats.")
+    skipped: int = Field(default=0, description="Results never run (budget spent): left out.")
+    pass_rate_ci: Estimate | None = Field(
+        default=None,
+        description="The pass rate with its 95 % interval: Wilson when every case settled once, "
+        "else the mean pass fraction over cases with a seeded bootstrap over cases. Errors count "
+        "as not passing; results still judging and skipped ones are left out and counted.",
+    )
+    mean_score_ci: Estimate | None = Field(
+        default=None,
+        description="The mean score over cases with its 95 % seeded bootstrap interval over cases.",
+    )
     cost_usd: float = Field(description="Reported cost: provenance, not billed.")
     judge_cost_usd: float = Field(
         default=0.0, description="The judges' reported cost: provenance, not billed."

@@ -136,6 +136,8 @@ class VersionHistory:
 
     name: str
     versions: list[Any] = field(default_factory=list)
+    # What features add to the name's panel (a harness's judges' agreement with people).
+    people_agreement: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def latest(self) -> Any:

@@ -20,8 +20,8 @@ def harness_runs(
     *, user: User, workspace_slug: str, name: str, limit: int = HISTORY_RUNS
 ) -> list[Run]:
     """Every run of the harness (any version) in the workspace, the newest `limit` in time
-    order, annotated with `n_done` and `n_pass` settled results; reruns of a subset of cases
-    are left out."""
+    order, annotated with `n_done` settled results (pass, fail, error) and `n_pass`; reruns
+    of a subset of cases are left out."""
     workspace = membership_for(user=user, slug=workspace_slug).workspace
     if not HarnessVersion.objects.filter(workspace=workspace, name=name).exists():
         raise NotFound(f"Harness {name!r} not found in workspace {workspace.slug!r}.")
@@ -29,7 +29,10 @@ def harness_runs(
         Run.objects.filter(workspace=workspace, harness__name=name, parent__isnull=True)
         .select_related("harness", "dataset")
         .annotate(
-            n_done=Count("results"),
+            n_done=Count(
+                "results",
+                filter=Q(results__verdict__in=(Verdict.PASS, Verdict.FAIL, Verdict.ERROR)),
+            ),
             n_pass=Count("results", filter=Q(results__verdict=Verdict.PASS)),
         )
         .order_by("-id")[:limit]

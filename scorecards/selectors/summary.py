@@ -1,17 +1,22 @@
 """A run's summary, computed by the database: counts per verdict, the mean pass fraction over
-cases with its standard error, flaky cases and reported cost.
+cases with its standard error, flaky cases and reported cost; and the 95 % intervals of the
+pass rate and the mean score.
 
-Every figure is an aggregate over the run's results (one statement each), so a summary of a
-10,000-case run moves a few numbers, not 10,000 rows, into Python.
+Every count is an aggregate over the run's results (one statement each), so a summary of a
+10,000-case run moves a few numbers, not 10,000 rows, into Python. The intervals need each
+case's tally: they are computed once per run and settlement (a stamp of what the counts read)
+and cached, since the summary is recomputed on every live update.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Avg, Case, Count, F, FloatField, Q, Sum, Value, When
+from django.core.cache import cache
+from django.db.models import Avg, Case, Count, F, FloatField, Max, Q, Sum, Value, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
@@ -19,6 +24,7 @@ from runners import queue
 from runners.models import JobStatus
 from scorecards import lifecycle
 from scorecards.models import CaseResult, Run, Verdict
+from scorecards.numbers import CaseTally, Estimate, mean_score_estimate, pass_rate_estimate
 
 _PASS_SHARE = Avg(
     Case(When(verdict=Verdict.PASS, then=Value(1.0)), default=Value(0.0)),
@@ -28,10 +34,11 @@ _PASS_SHARE = Avg(
 
 def case_fractions(run: Run) -> Any:
     """Per case of the run: `case_id`, `passes`, `settled` and `fraction` (passes / settled);
-    a case still being judged has no verdict yet, so it is not counted."""
+    a case still being judged has no verdict yet, and a skipped one never ran: neither is
+    counted."""
     return (
         CaseResult.objects.filter(run=run)
-        .exclude(verdict=Verdict.JUDGING)
+        .exclude(verdict__in=(Verdict.JUDGING, Verdict.SKIPPED))
         .values("case_id")
         .annotate(
             passes=Count("pk", filter=Q(verdict=Verdict.PASS)),
@@ -79,17 +86,106 @@ def mean_and_stderr(n: int, total: float, squares: float) -> dict[str, float | N
     return {"pass_fraction": round(mean, 4), "stderr": round(math.sqrt(variance / n), 4)}
 
 
-def run_summary(run: Run) -> dict[str, Any]:
-    counts = queue.run_job_counts(run.pk)
-    totals = CaseResult.objects.filter(run=run).aggregate(
+def run_tallies(run: Run) -> dict[str, CaseTally]:
+    """Each case of the run that has a result, by key: its passes among settled results, their
+    score sum, and its results still judging or skipped (one grouped statement)."""
+    settled = Q(verdict__in=(Verdict.PASS, Verdict.FAIL, Verdict.ERROR))
+    rows = (
+        CaseResult.objects.filter(run=run)
+        .values("case__key")
+        .annotate(
+            passes=Count("pk", filter=Q(verdict=Verdict.PASS)),
+            settled=Count("pk", filter=settled),
+            score_sum=Sum("score", filter=settled),
+            judging=Count("pk", filter=Q(verdict=Verdict.JUDGING)),
+            skipped=Count("pk", filter=Q(verdict=Verdict.SKIPPED)),
+        )
+        .order_by()
+    )
+    return {
+        row["case__key"]: CaseTally(
+            passes=row["passes"],
+            settled=row["settled"],
+            score_sum=row["score_sum"] or 0.0,
+            judging=row["judging"],
+            skipped=row["skipped"],
+        )
+        for row in rows
+    }
+
+
+_INTERVALS_TTL_S = 24 * 3600
+
+
+def run_intervals(run: Run, stamp: tuple[Any, ...] | None = None) -> dict[str, Estimate]:
+    """The run's pass rate and mean score, each with its 95 % interval (`pass_rate_ci`,
+    `mean_score_ci`), cached under the run and its stamp: what changes when a result settles
+    or a verdict changes (read here unless `run_summary` gives it from its counts)."""
+    if stamp is None:
+        stamp = _stamp(run, _totals(run))
+    digest = hashlib.sha256(repr(stamp).encode()).hexdigest()[:32]
+    key = f"numbers:run:{run.pk}:{digest}"
+    cached = cache.get(key)
+    if cached is not None and cached.get("stamp") == repr(stamp):
+        return {name: Estimate.model_validate(cached[name]) for name in _INTERVALS}
+    tallies = list(run_tallies(run).values())
+    figures = {
+        "pass_rate_ci": pass_rate_estimate(tallies),
+        "mean_score_ci": mean_score_estimate(tallies),
+    }
+    stored = {name: figure.model_dump(mode="json") for name, figure in figures.items()}
+    cache.set(key, stored | {"stamp": repr(stamp)}, _INTERVALS_TTL_S)
+    return figures
+
+
+_INTERVALS = ("pass_rate_ci", "mean_score_ci")
+
+
+def _intervals_before() -> dict[str, dict[str, Any]]:
+    return {name: run_intervals_empty() for name in _INTERVALS}
+
+
+def run_intervals_empty() -> dict[str, Any]:
+    """An interval of a run with nothing settled."""
+    return pass_rate_estimate([]).model_dump(mode="json")
+
+
+def _totals(run: Run) -> dict[str, Any]:
+    return CaseResult.objects.filter(run=run).aggregate(
         passed=Count("pk", filter=Q(verdict=Verdict.PASS)),
         failed=Count("pk", filter=Q(verdict=Verdict.FAIL)),
         errored=Count("pk", filter=Q(verdict=Verdict.ERROR)),
         judging=Count("pk", filter=Q(verdict=Verdict.JUDGING)),
-        mean=Avg("score", filter=~Q(verdict=Verdict.JUDGING)),
+        skipped=Count("pk", filter=Q(verdict=Verdict.SKIPPED)),
+        mean=Avg("score", filter=~Q(verdict__in=(Verdict.JUDGING, Verdict.SKIPPED))),
+        score_sum=Sum("score"),
         # Usage is written by the server (numbers only), so the cast cannot fail.
         cost=Sum(Cast(KT("usage__total_cost_usd"), FloatField())),
+        last_seq=Max("seq"),
+        last_verdict_at=Max("verdict_at"),
     )
+
+
+def _stamp(run: Run, totals: dict[str, Any]) -> tuple[Any, ...]:
+    """What the intervals read changes only with one of these: a result settling (seq, counts),
+    a judge's verdict arriving (counts), a person's verdict (verdict_at) or a regrade."""
+    return (
+        totals["last_seq"],
+        totals["passed"],
+        totals["failed"],
+        totals["errored"],
+        totals["judging"],
+        totals["skipped"],
+        totals["score_sum"],
+        str(totals["last_verdict_at"]),
+        str(run.regraded_at),
+    )
+
+
+def run_summary(run: Run) -> dict[str, Any]:
+    counts = queue.run_job_counts(run.pk)
+    totals = _totals(run)
+    intervals = run_intervals(run, _stamp(run, totals))
     done = totals["passed"] + totals["failed"] + totals["errored"]
     return {
         "total": sum(counts.values()),
@@ -103,6 +199,8 @@ def run_summary(run: Run) -> dict[str, Any]:
         "pass_rate": round(totals["passed"] / done, 4) if done else None,
         "mean_score": round(totals["mean"], 4) if totals["mean"] is not None else None,
         **pass_fraction_stats(run),
+        "skipped": totals["skipped"],
+        **{name: figure.model_dump(mode="json") for name, figure in intervals.items()},
         "cost_usd": round(totals["cost"] or 0.0, 6),
         **lifecycle.summary_figures(run),
     }
@@ -124,6 +222,8 @@ def waiting_summary(jobs: int) -> dict[str, Any]:
         **mean_and_stderr(0, 0.0, 0.0),
         "cases": 0,
         "flaky": 0,
+        "skipped": 0,
+        **_intervals_before(),
         "cost_usd": 0.0,
         **lifecycle.summary_before(),
     }

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from accounts.authentication import signed_in
 from core.errors import Invalid
+from scorecards import lifecycle
 from scorecards.models import Role
 from scorecards.replies.harness_summary import HarnessSummary
 from scorecards.selectors.catalog import (
@@ -105,6 +106,9 @@ def _catalogpage(
     if template.endswith("harnesses.html"):
         histories = harness_histories(user=user, workspace_slug=slug)
         for history in histories:
+            history.people_agreement = lifecycle.harness_figures(
+                membership.workspace, history.name
+            ).get("people_agreement", [])
             for version in history.versions:
                 version.summary = HarnessSummary.of(version)
                 version.spec_json = as_json(version.spec)

@@ -1,5 +1,6 @@
 // A harness's history: pass rate of each run over time, one line per dataset. Each point
-// is a run (labelled by its git_sha when set); a click opens it. Chart.js is served from
+// is a run (labelled by its git_sha when set), its 95 % interval an error bar; a click opens
+// it. Chart.js is served from
 // this app's static files; without it the tables below say the same.
 (function () {
   "use strict";
@@ -41,13 +42,40 @@
       ctx.restore();
     },
   };
+  // Each point's 95 % interval, drawn as an error bar under it.
+  var errorBars = {
+    id: "errorBars",
+    beforeDatasetsDraw: function (chart) {
+      var ctx = chart.ctx;
+      var y = chart.scales.y;
+      ctx.save();
+      ctx.lineWidth = 1.5;
+      chart.data.datasets.forEach(function (dataset, i) {
+        ctx.strokeStyle = dataset.borderColor;
+        chart.getDatasetMeta(i).data.forEach(function (element, j) {
+          var ci = dataset.data[j].point.ci;
+          if (!ci) return;
+          var top = y.getPixelForValue(ci[1] * 100), bottom = y.getPixelForValue(ci[0] * 100);
+          ctx.beginPath();
+          ctx.moveTo(element.x, top);
+          ctx.lineTo(element.x, bottom);
+          ctx.moveTo(element.x - 4, top);
+          ctx.lineTo(element.x + 4, top);
+          ctx.moveTo(element.x - 4, bottom);
+          ctx.lineTo(element.x + 4, bottom);
+          ctx.stroke();
+        });
+      });
+      ctx.restore();
+    },
+  };
   function when(ms) {
     return new Date(ms).toISOString().replace("T", " ").slice(0, 16);
   }
   window.historyChart = new window.Chart(canvas, {
     type: "scatter",
     data: { datasets: datasets },
-    plugins: [pointLabels],
+    plugins: [pointLabels, errorBars],
     options: {
       responsive: true,
       maintainAspectRatio: false,
@@ -63,8 +91,10 @@
           callbacks: {
             label: function (item) {
               var p = item.raw.point;
+              var ci = p.ci ? " [" + Math.round(p.ci[0] * 100) + "\u2013" +
+                Math.round(p.ci[1] * 100) + "]" : "";
               return p.label + " · run #" + p.run + " · " + Math.round(p.pass_fraction * 100) +
-                "% · " + p.status + (p.self_hosted ? " · self-hosted" : "");
+                "%" + ci + " · " + p.status + (p.self_hosted ? " · self-hosted" : "");
             },
             title: function (items) { return items.length ? when(items[0].raw.x) : ""; },
           },

@@ -149,6 +149,29 @@
     else list.appendChild(items);
   }
 
+  // A summary's interval as the page first drew it (templatetags/runs.py: interval and
+  // interval_note): `62 % [48–74]`, a decimal when the ends would round together.
+  function signed(v, places) {
+    var text = Math.abs(v).toFixed(places);
+    return (v < 0 && Number(text) !== 0 ? "\u2212" : "") + text;
+  }
+  function intervalText(e) {
+    if (!e || e.value === null) return "\u2014";
+    if (!e.ci) return signed(e.value * 100, 0) + " %";
+    var lo = e.ci[0] * 100, hi = e.ci[1] * 100;
+    var places = hi - lo > 0 && hi - lo < 5 ? 1 : 0;
+    return signed(e.value * 100, places) + " % [" + signed(lo, places) + "\u2013" +
+      signed(hi, places) + "]";
+  }
+  function intervalNote(e) {
+    if (!e || !e.method) return "";
+    var method = e.method === "wilson" ? "Wilson" : "bootstrap over cases";
+    var left = ["judging", "skipped", "unsettled"].filter(function (k) { return e[k]; })
+      .map(function (k) { return e[k] + " " + k; });
+    return "95 % " + method + " interval over " + e.cases + " cases" +
+      (left.length ? "; " + left.join(", ") + " left out" : "");
+  }
+
   function renderSummary(s) {
     var done = s.pass + s.fail + s.error;
     var progress = document.getElementById("run-progress");
@@ -177,6 +200,16 @@
     fraction.appendChild(mean);
     if (s.flaky) fraction.appendChild(el("span", "flaky", s.flaky + " flaky"));
     document.getElementById("run-fraction").replaceChildren(fraction);
+    var interval = document.createDocumentFragment();
+    var rate = el("span", "", "pass rate ");
+    rate.appendChild(el("strong", "", intervalText(s.pass_rate_ci)));
+    rate.appendChild(document.createTextNode(" "));
+    rate.appendChild(el("span", "muted small", intervalNote(s.pass_rate_ci)));
+    interval.appendChild(rate);
+    if (s.mean_score_ci && s.mean_score_ci.value !== null) {
+      interval.appendChild(el("span", "", "mean score " + intervalText(s.mean_score_ci)));
+    }
+    document.getElementById("run-interval").replaceChildren(interval);
     document.getElementById("run-cost").firstChild.textContent =
       "Reported cost $" + (s.cost_usd || 0) + " — provenance only: a self-hosted run spends " +
       "the member's own login and is not billed to the workspace budget.";

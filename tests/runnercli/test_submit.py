@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bulk import results_add
+from django.utils import timezone
 
 from accounts.services import api_key_create
 from runners.models import Runner
 from runners.services import runner_pair
-from scorecards.models import Run
+from scorecards.models import Case, DatasetVersion, HarnessVersion, Run, RunStatus
 from scorecards.services import harness_create
 from tests.live import ROOT, LiveServer, daphne, runner_cli, sealed_host
 from tests.suites import ECHO_SPEC, suite
@@ -89,6 +91,8 @@ def test_it_exits_0_on_a_passing_run_then_1_naming_the_regression_against_it(
                 "--wait",
                 "--baseline",
                 "previous",
+                "--fail-on",
+                "any-regression",
                 "--metadata",
                 "git_sha=abc1234",
             )
@@ -108,6 +112,70 @@ def test_it_exits_0_on_a_passing_run_then_1_naming_the_regression_against_it(
     assert "c0" not in regressed.stdout.split("regressed", 1)[1]
     second = Run.objects.order_by("pk").last()
     assert second is not None and second.metadata["git_sha"] == "abc1234"
+
+
+def breaks(*keys: int) -> dict[str, Any]:
+    """The echo harness, printing something else for these cases."""
+    texts = [f"hello {i}" for i in keys]
+    return {
+        **ECHO_SPEC,
+        "command": [
+            "python",
+            "-c",
+            f"import sys; t = sys.argv[1]; print('oops' if t in {texts!r} else t)",
+            "{input.text}",
+        ],
+    }
+
+
+@pytest.mark.once
+def test_a_baseline_fails_the_build_on_a_significant_regression_not_on_noise(
+    alice: Any, workspace: Any, tmp_path: Path
+) -> None:
+    suite(alice, cases=8, name="wide")
+    key = api_key_create(user=alice).key
+    # The baseline, every case passed: written directly, as a finished run.
+    now = timezone.now()
+    baseline = Run.objects.create(
+        workspace=workspace,
+        harness=HarnessVersion.objects.get(name="wide"),
+        dataset=DatasetVersion.objects.get(name="wide"),
+        runtime="self:any",
+        submitted_by=alice,
+        status=RunStatus.SUCCEEDED,
+        started_at=now,
+        finished_at=now,
+    )
+    cases = dict(Case.objects.filter(dataset=baseline.dataset).values_list("position", "pk"))
+    results_add(
+        baseline, cases, repeats=1, verdict=lambda c, r: "pass", output=lambda c, r: f"hello {c}"
+    )
+    token = runner_pair(owner=alice, label="ci-box", capabilities=["python"]).token
+    args = ("--harness", "wide", "--dataset", "wide", "--wait", "--baseline", str(baseline.pk))
+    with daphne(tmp_path) as server:
+        runner = runner_cli(tmp_path, ["run", "--server", server.url, "--token", token])
+        try:
+            # One case of 8 fails: 1 discordant pair, p = 1.
+            harness_create(user=alice, workspace_slug="acme", name="wide", spec=breaks(0))
+            noise = submit(server, key, *args)
+            # Six of 8 fail: 6 discordant pairs, all worse, p = 2/2^6 = 0.031.
+            harness_create(user=alice, workspace_slug="acme", name="wide", spec=breaks(*range(6)))
+            worse = submit(server, key, *args)
+        finally:
+            runner.stop()
+
+    assert noise.returncode == 0, noise.stdout + noise.stderr
+    assert (
+        f"Against run #{baseline.pk}: pass rate 100 % [68\u2013100] vs 88 % [53\u201398]; "
+        "\u0394 \u221212 pp" in noise.stdout
+    )
+    assert "p = 1 (McNemar, 8 pairs): no detectable difference" in noise.stdout
+    assert f"· regressed against run #{baseline.pk}: c0 1/1 → 0/1 pass" in noise.stdout
+    assert "✗" not in noise.stdout
+
+    assert worse.returncode == 1, worse.stdout + worse.stderr
+    assert "p = 0.031 (McNemar, 8 pairs): B is worse" in worse.stdout
+    assert "is worse than run" in worse.stdout and "beyond noise" in worse.stdout
 
 
 def test_without_wait_it_prints_the_run_and_its_url(acme: str, alice: Any, tmp_path: Path) -> None:

@@ -96,7 +96,16 @@ def test_listing_harnesses_shows_the_latest_versions(as_alice: Api, as_viewer: A
         ("capitals", 2, 2),
     ]
     assert items[1]["spec"]["timeout_s"] == 30
-    assert set(items[0]) == {"name", "version", "versions", "spec", "source", "created_at"}
+    assert set(items[0]) == {
+        "name",
+        "version",
+        "versions",
+        "spec",
+        "source",
+        "created_at",
+        "people_agreement",
+    }
+    assert items[0]["people_agreement"] == []
 
 
 @pytest.mark.parametrize(
