@@ -49,8 +49,9 @@ class Execute(Stage):
         except ArgumentTooLong as exc:
             raise StartError(str(exc)) from exc
         env = case_env(job, case.env)
-        started = time.monotonic()
+        started = case.agent_started = time.monotonic()
         proc = self.proc = await spawn(argv, env, str(case.workdir))
+        case.agent_pid = proc.pid
         stdout, stderr = Stdout(case.stdout_chunks), Stderr(case.stderr_lines)
         self.readers = [
             asyncio.create_task(pump(proc.stdout, stdout.feed)),
@@ -60,6 +61,7 @@ class Execute(Stage):
         # The leader is gone; whatever it left running in its group goes with it.
         signal_group(proc, KILL)
         self.ended = True
+        case.agent_ended = time.monotonic()
         await drain(self.readers)
         stdout.close()
         stderr.close()
