@@ -36,6 +36,7 @@ from tests.runnercli.verifyrepo import (
     TEST_EDITOR,
     TESTS,
     VERIFY,
+    VERIFY_COMMAND,
     make_project,
 )
 
@@ -117,7 +118,7 @@ def outcomes(result: CaseResult) -> dict[str, list[str]]:
 
 
 def test_a_fix_passes_and_an_honest_agents_byproducts_flag_nothing(project: Path) -> None:
-    result, case = run(job(FIXER), project)
+    result, _ = run(job(FIXER), project)
     assert result.status == "completed" and result.tampered == []
     assert outcomes(result) == {
         "passed": ["tests.test_calc.test_add", "tests.test_calc.test_zero"],
@@ -153,7 +154,7 @@ def test_a_process_that_left_the_agents_session_is_killed_before_anything_is_rea
 ) -> None:
     # It double-forks into a session of its own and rewrites the test and the code a
     # moment later, while the verifier would run.
-    sneaky = f"""
+    sneaky = """
 import os, subprocess, sys, time
 if os.fork() == 0:
     os.setsid()
@@ -170,7 +171,7 @@ if os.fork() == 0:
 time.sleep(0.1)
 print("left a daemon behind")
 """
-    slow = {**VERIFY, "command": ["sh", "-c", "sleep 1.5; exec \"$@\"", "sh", *VERIFY["command"]]}
+    slow = {**VERIFY, "command": ["sh", "-c", 'sleep 1.5; exec "$@"', "sh", *VERIFY_COMMAND]}
     result, _ = run(job(sneaky, verify=slow), project)
     assert result.tampered == []
     assert outcomes(result)["failed"] == ["tests.test_calc.test_add"]

@@ -15,19 +15,22 @@ TESTS = (
     "def test_add():\n    assert add(2, 3) == 5\n\n\n"
     "def test_zero():\n    assert add(0, 0) == 0\n"
 )
-HIDDEN_TEST = "from calc import add\n\n\ndef test_hidden_negative():\n    assert add(-2, -3) == -5\n"
+HIDDEN_TEST = (
+    "from calc import add\n\n\ndef test_hidden_negative():\n    assert add(-2, -3) == -5\n"
+)
 PROTECT = ["tests/**", "**/conftest.py", "pytest.ini"]
-VERIFY = {
-    "command": [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--junitxml=report.xml",
-        "tests",
-    ],
+VERIFY_COMMAND = [
+    sys.executable,
+    "-m",
+    "pytest",
+    "-q",
+    "-p",
+    "no:cacheprovider",
+    "--junitxml=report.xml",
+    "tests",
+]
+VERIFY: dict[str, object] = {
+    "command": VERIFY_COMMAND,
     "timeout_s": 60,
     # The project's tests need no plugin of the environment they run in.
     "env": {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
@@ -88,6 +91,7 @@ from pathlib import Path
 files = sorted(str(p) for p in Path(".").rglob("*") if ".git" not in p.parts)
 case_file = Path(os.environ["EVERDICT_CASE_FILE"]).read_text()
 seen = json.dumps({"files": files, "env": dict(os.environ), "case": case_file})
-print(json.dumps({"saw_hidden": "hidden_negative" in seen or "add(-2, -3)" in seen, "files": files}))
+saw = "hidden_negative" in seen or "add(-2, -3)" in seen
+print(json.dumps({"saw_hidden": saw, "files": files}))
 Path("calc.py").write_text(Path("calc.py").read_text().replace("a - b", "a + b"))
 """
