@@ -56,6 +56,8 @@ class ShadowItem(Reply):
             output=output,
             exit_code=exit_code if isinstance(exit_code, int) else None,
             expected=expected,
+            verify=kept.get("verify"),
+            tampered=kept.get("tampered"),
         )
         return cls(
             at=attempt.shadow_at,
