@@ -65,7 +65,8 @@ JUDGE_FEATURES = ["judge"]
 # listed once the runner really does it, and each is added both to `Feature` and here.
 # `repo`, `artifacts`, `trace`, `screens`, `services`, `files`: the stages that do them
 # (`runnercli.case.<feature>`); `judge`: the pipeline of a judge job; `slots`: a case takes
-# its harness's slots of `--max-concurrent` (`runnercli.slots`).
+# its harness's slots of `--max-concurrent` (`runnercli.slots`); `verify`: the verifier,
+# protected paths and hidden files (`runnercli.case.verify`).
 RUNNER_FEATURES: tuple[str, ...] = (
     "artifacts",
     "files",
@@ -75,4 +76,5 @@ RUNNER_FEATURES: tuple[str, ...] = (
     "services",
     "slots",
     "trace",
+    "verify",
 )

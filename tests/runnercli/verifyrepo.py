@@ -95,3 +95,12 @@ saw = "hidden_negative" in seen or "add(-2, -3)" in seen
 print(json.dumps({"saw_hidden": saw, "files": files}))
 Path("calc.py").write_text(Path("calc.py").read_text().replace("a - b", "a + b"))
 """
+
+# One harness for every case: the agent the case's input names (`{"agent": "fix"}`).
+AGENTS = {"fix": FIXER, "edit": TEST_EDITOR, "plant": CONFTEST_PLANTER, "look": LOOKER, "idle": ""}
+DISPATCH = f"""
+import json, os
+agents = {AGENTS!r}
+case = json.loads(open(os.environ["EVERDICT_CASE_FILE"]).read())
+exec(agents[case["input"]["agent"]])
+"""
