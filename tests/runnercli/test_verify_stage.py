@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from runnercli.case.collect import Collect
+from runnercli.case.consent.disclosure import world_lines
 from runnercli.case.execute import Execute
 from runnercli.case.pipeline import CaseContext, Pipeline, Stage
 from runnercli.case.prepare import Prepare
@@ -279,3 +280,21 @@ def test_every_kind_of_change_to_a_protected_path_is_named_and_put_back(tmp_path
     assert ("tests/test_calc.py", "symlink") in [(c.path, c.change) for c in changes]
     assert not (repo / "tests").is_symlink()
     assert (repo / "tests/test_calc.py").read_text() == TESTS
+
+
+def test_the_consent_question_shows_the_verifier_protected_globs_and_hidden_paths_only() -> None:
+    asked = "\n".join(
+        world_lines(
+            job(
+                FIXER,
+                hidden={"tests/test_hidden.py": HIDDEN_TEST},
+                protect=["tests/**"],
+                limits={"max_turns": 14, "max_tokens": 30000},
+            )
+        )
+    )
+    assert "verify:      " in asked and "'--junitxml=report.xml'" in asked
+    assert "protect:     'tests/**' (checked and restored after the agent; a change fails" in asked
+    assert "limits:      14 turns, 30,000 tokens per case" in asked
+    assert "hidden:      'tests/test_hidden.py' written into the worktree after the agent" in asked
+    assert "add(-2, -3)" not in asked
