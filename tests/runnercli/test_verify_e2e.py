@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.test import Client
 
 from accounts.services import api_key_create
 from scorecards.models import CaseResult
@@ -127,6 +128,24 @@ def test_the_verifier_decides_tampering_fails_and_hidden_tests_stay_hidden(
     for key, row in rows.items():
         assert row.phases is not None and row.phases["verify_s"] > 0, key
         assert "passed" in row.verify["stdout_tail"] or "failed" in row.verify["stdout_tail"]
+
+    # The case's reply and page show the verifier, its failing tests first, and the tampering;
+    # the run's results mark the tampered ones.
+    edited = api.ok("GET", f"/api/runs/{run_id}/cases/edit")
+    shown = edited["runs"][0]["result"]
+    assert shown["tampered"] == [{"path": "tests/test_calc.py", "change": "modified"}]
+    assert shown["tests"][0] == {"name": "tests.test_calc.test_add", "state": "failed"}
+    assert shown["phases"]["verify_s"] > 0
+    assert [r["case"] for r in run["results"] if r["tampered"]] == sorted(
+        ["edit", "plant"], key=[r["case"] for r in run["results"]].index
+    )
+    browser = Client()
+    browser.force_login(alice)
+    page = browser.get(f"/runs/{run_id}/cases/edit/").content.decode()
+    assert 'data-testid="tampered"' in page and "tests/test_calc.py" in page
+    assert 'data-testid="verify-tests"' in page and 'data-testid="phases"' in page
+    run_page = browser.get(f"/runs/{run_id}/").content.decode()
+    assert run_page.count('data-testid="tampered"') == 2
 
     assert snapshot(checkout) == before
     assert git(checkout, "status", "--porcelain") == ""
