@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from runnercli.case.pipeline import CaseContext, Pipeline, Stage
 from runnercli.case.prepare import Prepare
 from runnercli.case.repo import Worktrees
 from runnercli.case.repo.stage import Repo
-from runnercli.case.verify.protect import check_and_restore
+from runnercli.case.verify.protect import check_and_restore, snapshot_index
 from runnercli.case.verify.report import ReportError, read_junit
 from runnercli.case.verify.stage import Verify
 from runnercli.protocol import CaseJob, CaseResult, HarnessSpec, harness_digest
@@ -298,3 +299,22 @@ def test_the_consent_question_shows_the_verifier_protected_globs_and_hidden_path
     assert "limits:      14 turns, 30,000 tokens per case" in asked
     assert "hidden:      'tests/test_hidden.py' written into the worktree after the agent" in asked
     assert "add(-2, -3)" not in asked
+
+
+def test_the_index_copy_spares_reading_unchanged_files_but_not_a_backdated_edit(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "r"
+    start = make_project(repo)
+    time.sleep(1.1)  # past git's racy window
+    index = snapshot_index(repo)
+    assert index is not None
+    target = repo / "tests/test_calc.py"
+    before = target.stat()
+    target.write_text(TESTS.replace("== 5", "== 6"))  # same size
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))  # same mtime
+    # `git add` in the worktree changes the live index, not the copy taken before.
+    git(repo, "add", "tests/test_calc.py")
+    changes = check_and_restore(repo, start, PROTECT, index)
+    assert [(c.path, c.change) for c in changes] == [("tests/test_calc.py", "modified")]
+    assert target.read_text() == TESTS

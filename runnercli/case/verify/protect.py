@@ -3,7 +3,9 @@
 The start commit's tree (`git ls-tree`) is compared with the worktree as the file system has
 it (walked without following a symbolic link). Files are hashed with git's filters off (`git
 hash-object --no-filters`: a clean filter the agent configured changes nothing here), a
-symbolic link by its target, as git stores it. A protected path is `added` (not in the start
+symbolic link by its target, as git stores it; a file whose stat data is still what the
+worktree's index said before the agent started (`statcache`), and whose entry there is the
+start commit's, is not read again. A protected path is `added` (not in the start
 commit, and not ignored by the start commit's own ignore rules, so `__pycache__` under an
 ignored path flags no honest agent), `modified`, `deleted`, `renamed` (deleted, and its bytes
 added under another protected path), `mode` (its executable bit) or `symlink` (it, or a
@@ -17,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -25,8 +28,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from runnercli.case.artifacts.globs import Glob
+from runnercli.case.artifacts.globs import Glob, glob_regex
 from runnercli.case.repo.git import GitError, git_argv, git_env
+from runnercli.case.verify.statcache import Cached, index_path, read_index, unchanged
 
 LINK_MODE = "120000"
 EXEC_MODE = "100755"
@@ -39,6 +43,14 @@ class Change:
     change: str
     # Where the bytes of a renamed path went.
     to: str | None = None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The worktree's index as it was before the agent started, and when it was written."""
+
+    data: bytes
+    mtime: float
 
 
 @dataclass(frozen=True)
@@ -64,16 +76,23 @@ def _git(worktree: Path, *args: str, data: bytes | None = None) -> bytes:
 class Protected:
     """The protected paths of one worktree against its start commit."""
 
-    def __init__(self, worktree: Path, start: str, globs: Sequence[str]) -> None:
+    def __init__(
+        self, worktree: Path, start: str, globs: Sequence[str], index: Snapshot | None = None
+    ) -> None:
         self.worktree = worktree
         self.start = start
         self.globs = [Glob.of(glob) for glob in globs]
+        # One pattern for all (the globs' own translation; a path is short, and this is
+        # matched against every file of the repo).
+        self.pattern = re.compile("|".join(f"(?:{glob_regex(glob)})" for glob in globs))
         self.tree: dict[str, _Entry] = {}
         self.ignores: list[str] = []
         self.object_format = "sha1"
+        self.index = index
+        self.infos: dict[str, os.stat_result] = {}
 
     def matches(self, path: str) -> bool:
-        return any(glob.matches(path) for glob in self.globs)
+        return self.pattern.fullmatch(path) is not None
 
     def _may_hold(self, directory: tuple[str, ...]) -> bool:
         return any(glob.may_hold(directory) for glob in self.globs)
@@ -85,7 +104,7 @@ class Protected:
                 continue
             meta, _, name = record.partition(b"\t")
             mode, kind, sha = meta.decode().split()
-            path = os.fsdecode(name)
+            path = name.decode("utf-8", "surrogateescape")
             if kind != "blob":
                 continue  # a submodule is not a file the agent could have changed here
             if path == ".gitignore" or path.endswith("/.gitignore"):
@@ -102,36 +121,49 @@ class Protected:
         files: dict[str, str] = {}
         links: dict[str, str] = {}
         linked_dirs: set[str] = set()
-        root = str(self.worktree)
-        for top, dirs, names in os.walk(root):
-            rel = os.path.relpath(top, root)
-            parts = () if rel == "." else tuple(rel.split(os.sep))
-            prefix = "" if not parts else "/".join(parts) + "/"
-            kept = []
-            for name in dirs:
-                full = os.path.join(top, name)
-                if name == ".git" and not parts:
-                    continue
-                if os.path.islink(full):
-                    linked_dirs.add(prefix + name)
-                    names.append(name)
-                elif self._may_hold((*parts, name)):
-                    kept.append(name)
-            dirs[:] = kept
-            for name in names:
-                if name == ".git" and not parts:
-                    continue
-                path = prefix + name
-                if not self.matches(path):
-                    continue
-                info = os.lstat(os.path.join(top, name))
-                if stat.S_ISLNK(info.st_mode):
-                    links[path] = os.readlink(os.path.join(top, name))
-                elif stat.S_ISREG(info.st_mode):
-                    files[path] = EXEC_MODE if info.st_mode & stat.S_IXUSR else FILE_MODE
-                else:
-                    files[path] = "other"
+        todo: list[tuple[str, tuple[str, ...]]] = [(str(self.worktree), ())]
+        while todo:
+            top, parts = todo.pop()
+            prefix = "/".join(parts) + "/" if parts else ""
+            with os.scandir(top) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name == ".git" and not parts:
+                        continue
+                    path = prefix + name
+                    if entry.is_symlink():
+                        if entry.is_dir():
+                            linked_dirs.add(path)
+                        if self.matches(path):
+                            links[path] = os.readlink(entry.path)
+                    elif entry.is_dir(follow_symlinks=False):
+                        if self._may_hold((*parts, name)):
+                            todo.append((entry.path, (*parts, name)))
+                    elif self.matches(path):
+                        info = entry.stat(follow_symlinks=False)
+                        if stat.S_ISREG(info.st_mode):
+                            files[path] = EXEC_MODE if info.st_mode & stat.S_IXUSR else FILE_MODE
+                            self.infos[path] = info
+                        else:
+                            files[path] = "other"
         return files, links, linked_dirs
+
+    def _known(self) -> dict[str, str]:
+        """The files still as git wrote them before the agent started (by the index copy
+        taken then), with the start commit's blob for each."""
+        if self.index is None:
+            return {}
+        cached: dict[str, Cached] = read_index(
+            self.index.data, 32 if self.object_format == "sha256" else 20
+        )
+        known = {}
+        for path, info in self.infos.items():
+            entry, was = cached.get(path), self.tree.get(path)
+            if entry is None or was is None or entry.sha != was.sha:
+                continue
+            if unchanged(entry, info, self.index.mtime):
+                known[path] = was.sha
+        return known
 
     def _hash_files(self, paths: list[str]) -> dict[str, str]:
         if not paths:
@@ -194,7 +226,12 @@ class Protected:
         """What the agent changed under the protected paths, by path."""
         self._read_tree()
         files, links, linked_dirs = self._walk()
-        hashes = self._hash_files(sorted(p for p, mode in files.items() if mode != "other"))
+        hashes = self._known()
+        hashes.update(
+            self._hash_files(
+                sorted(p for p, mode in files.items() if mode != "other" and p not in hashes)
+            )
+        )
         now: dict[str, _Entry] = {
             **{path: _Entry(mode, hashes.get(path, "")) for path, mode in files.items()},
             **{path: _Entry(LINK_MODE, self._hash_link(t)) for path, t in links.items()},
@@ -281,10 +318,24 @@ def _under(path: str, directories: set[str]) -> bool:
     return any("/".join(parts[:n]) in directories for n in range(1, len(parts)))
 
 
-def check_and_restore(worktree: Path, start: str, globs: Sequence[str]) -> list[Change]:
-    """The protected paths the agent changed restored."""
-    protected = Protected(worktree, start, globs)
+def check_and_restore(
+    worktree: Path, start: str, globs: Sequence[str], index: Snapshot | None = None
+) -> list[Change]:
+    """The protected paths the agent changed, restored."""
+    protected = Protected(worktree, start, globs, index)
     changes = protected.check()
     if changes:
         protected.restore(changes)
     return changes
+
+
+def snapshot_index(worktree: Path) -> Snapshot | None:
+    """A copy of the worktree's index as it is now (before the agent starts)."""
+    path = index_path(worktree)
+    if path is None:
+        return None
+    try:
+        mtime = path.stat().st_mtime
+        return Snapshot(path.read_bytes(), mtime)
+    except OSError:
+        return None

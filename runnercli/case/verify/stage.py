@@ -23,7 +23,7 @@ from runnercli.case.pipeline import CaseContext, CaseEnded, Failed, Given, Stage
 from runnercli.case.repo.git import GitError
 from runnercli.case.repo.stage import Repo
 from runnercli.case.verify.hidden import HiddenFiles
-from runnercli.case.verify.protect import check_and_restore
+from runnercli.case.verify.protect import Snapshot, check_and_restore, snapshot_index
 from runnercli.case.verify.reaper import MARK_ENV, become_subreaper, reap_case
 from runnercli.case.verify.verifier import run_verifier
 from runnercli.protocol.verifying import MAX_TAMPERED_PATHS, Stopped, TamperedPath
@@ -52,6 +52,7 @@ class Verify(Stage):
         self.repo = repo
         self.mark = secrets.token_hex(12)
         self.hidden: HiddenFiles | None = None
+        self.index: Snapshot | None = None
 
     def reap(self) -> Reap:
         return Reap(self)
@@ -59,6 +60,9 @@ class Verify(Stage):
     async def start(self, case: CaseContext) -> None:
         become_subreaper()
         case.env[MARK_ENV] = self.mark
+        worktree = self.repo.worktree
+        if worktree is not None:
+            self.index = await asyncio.to_thread(snapshot_index, worktree.path)
 
     async def finish(self, case: CaseContext) -> None:
         outcome, worktree = case.outcome, self.repo.worktree
@@ -68,7 +72,7 @@ class Verify(Stage):
         if spec.protect is not None:
             try:
                 changes = await asyncio.to_thread(
-                    check_and_restore, worktree.path, worktree.start, spec.protect
+                    check_and_restore, worktree.path, worktree.start, spec.protect, self.index
                 )
             except (GitError, OSError) as exc:
                 raise CaseEnded(Failed(f"the protected paths could not be checked: {exc}")) from exc
