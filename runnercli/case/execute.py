@@ -57,7 +57,9 @@ class Execute(Stage):
             asyncio.create_task(pump(proc.stdout, stdout.feed)),
             asyncio.create_task(pump(proc.stderr, stderr.feed)),
         ]
-        status = await supervise(proc, job.timeout_s, case.kill, self.term_grace_s)
+        status = await supervise(
+            proc, job.timeout_s, case.kill, self.term_grace_s, stop=case.stop_agent
+        )
         # The leader is gone; whatever it left running in its group goes with it.
         signal_group(proc, KILL)
         self.ended = True

@@ -28,6 +28,7 @@ from runnercli.case.files.rendezvous import CaseFiles
 from runnercli.case.files.stage import Files
 from runnercli.case.heartbeats import Heartbeats
 from runnercli.case.judge.stage import BillingWarning, Judge
+from runnercli.case.limits.stage import Limits
 from runnercli.case.log import CaseLog
 from runnercli.case.pipeline import CaseContext, Pipeline, Stage
 from runnercli.case.prepare import Prepare
@@ -100,6 +101,7 @@ class Jobs:
             *self._watched(),
             # Last before the run: the working directory is the one the case runs in.
             *([Files(self.files)] if self.files is not None else []),
+            *([Limits()] if spec.limits is not None else []),
             Execute(),
             *([verify.reap()] if verify is not None else []),
             Collect(self.tools),

@@ -155,6 +155,8 @@ class CaseContext:
     agent_started: float | None = None
     agent_ended: float | None = None
     verify_s: float = 0.0
+    # Set to stop the agent without ending the case (a budget spent): TERM, then KILL.
+    stop_agent: asyncio.Event = field(default_factory=asyncio.Event)
     artifacts: list[Artifact] = field(default_factory=list)
     ending: Ending | None = None
     # The task running the case was cancelled (the runner is going): nothing is reported.

@@ -66,7 +66,8 @@ JUDGE_FEATURES = ["judge"]
 # `repo`, `artifacts`, `trace`, `screens`, `services`, `files`: the stages that do them
 # (`runnercli.case.<feature>`); `judge`: the pipeline of a judge job; `slots`: a case takes
 # its harness's slots of `--max-concurrent` (`runnercli.slots`); `verify`: the verifier,
-# protected paths and hidden files (`runnercli.case.verify`).
+# protected paths and hidden files (`runnercli.case.verify`); `limits`: a case's budgets read
+# from its agent's stream (`runnercli.case.limits`).
 RUNNER_FEATURES: tuple[str, ...] = (
     "artifacts",
     "files",
@@ -77,4 +78,5 @@ RUNNER_FEATURES: tuple[str, ...] = (
     "slots",
     "trace",
     "verify",
+    "limits",
 )

@@ -19,6 +19,7 @@ import pytest
 from runnercli.case.collect import Collect
 from runnercli.case.consent.disclosure import world_lines
 from runnercli.case.execute import Execute
+from runnercli.case.limits.stage import Limits
 from runnercli.case.pipeline import CaseContext, Pipeline, Stage
 from runnercli.case.prepare import Prepare
 from runnercli.case.repo import Worktrees
@@ -318,3 +319,65 @@ def test_the_index_copy_spares_reading_unchanged_files_but_not_a_backdated_edit(
     changes = check_and_restore(repo, start, PROTECT, index)
     assert [(c.path, c.change) for c in changes] == [("tests/test_calc.py", "modified")]
     assert target.read_text() == TESTS
+
+
+# Claude's stream: each assistant message comes as two lines (two content blocks) with the
+# same id and usage, 2,000 tokens a message; it would go on for 100 messages.
+STREAMER = """
+import json, sys, time
+from pathlib import Path
+Path("calc.py").write_text(Path("calc.py").read_text().replace("a - b", "a + b"))
+for n in range(1, 101):
+    usage = {"input_tokens": 1000, "output_tokens": 1000}
+    for block in ("thinking", "text"):
+        message = {"id": f"msg_{n}", "usage": usage, "content": [{"type": block, block: "hm"}]}
+        print(json.dumps({"type": "assistant", "message": message}), flush=True)
+    Path(f"../printed-{n}").write_text("")
+    time.sleep(0.15)
+"""
+
+
+def test_a_budget_stops_the_agent_within_one_event_and_the_verifier_still_runs(
+    project: Path,
+) -> None:
+    spec = {"output": "claude-stream-json", "limits": {"max_tokens": 30000}}
+    built = job(STREAMER, **spec)
+    repo = Repo(Worktrees(), {NAME: str(project)}, max_diff_bytes=lambda: 1 << 20)
+    verify = Verify(repo)
+    stages: list[Stage] = [
+        Prepare(),
+        repo,
+        verify,
+        Limits(),
+        Execute(term_grace_s=0.2),
+        verify.reap(),
+        Collect(),
+    ]
+    notes: list[str] = []
+    case = CaseContext(held(built), notes=[notes.append])
+    printed: list[int] = []
+
+    async def main() -> None:
+        async def watch() -> None:
+            while case.outcome is None:
+                printed[:] = [len(list(case.directory.glob("printed-*")))]
+                await asyncio.sleep(0.01)
+
+        watcher = asyncio.create_task(watch())
+        await Pipeline(stages).run(case)
+        await watcher
+
+    asyncio.run(main())
+    result = case.result
+    assert case.ending is None and result is not None, (case.ending, notes)
+    assert result.status == "completed"
+    assert result.stopped is not None and result.stopped.model_dump() == {
+        "by": "limit",
+        "limit": "max_tokens",
+        "used": {"tokens": 32000, "turns": 16},
+        "limits": {"max_tokens": 30000},
+    }
+    assert "stopped at 32,000 of 30,000 tokens after 16 turns" in notes
+    # Stopped within the event that passed the limit: message 17 never came.
+    assert printed and 15 <= printed[0] <= 16, printed
+    assert outcomes(result)["failed"] == [] and result.tampered == []
