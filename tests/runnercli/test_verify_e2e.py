@@ -98,6 +98,7 @@ def test_the_verifier_decides_tampering_fails_and_hidden_tests_stay_hidden(
 
     results = {r["case"]: r for r in run["results"]}
     rows = {row.case.key: row for row in CaseResult.objects.filter(run_id=run_id)}
+    said: dict[str, Any] = {key: row.verify for key, row in rows.items()}
     verdicts = {key: (r["verdict"], r["score"]) for key, r in results.items()}
     assert verdicts == {
         "fix": ("pass", 1.0),
@@ -112,9 +113,9 @@ def test_the_verifier_decides_tampering_fails_and_hidden_tests_stay_hidden(
         "the agent changed protected paths: tests/test_calc.py (modified)"
     )
     # The verifier ran the restored test: it fails on the bug the agent left.
-    assert rows["edit"].verify["outcome"]["tests"]["failed"] == ["tests.test_calc.test_add"]
+    assert said["edit"]["outcome"]["tests"]["failed"] == ["tests.test_calc.test_add"]
     assert results["plant"]["reason"] == ("the agent changed protected paths: conftest.py (added)")
-    assert rows["plant"].verify["outcome"]["tests"]["failed"] == ["tests.test_calc.test_add"]
+    assert said["plant"]["outcome"]["tests"]["failed"] == ["tests.test_calc.test_add"]
     assert results["idle"]["reason"] == (
         "1 of 2 listed tests failing: fail_to_pass tests/test_calc.py::test_add (failed)"
     )
@@ -122,12 +123,11 @@ def test_the_verifier_decides_tampering_fails_and_hidden_tests_stay_hidden(
     assert seen["saw_hidden"] is False
     assert not any("test_hidden" in name for name in seen["files"])
     assert (
-        "tests.test_hidden.test_hidden_negative"
-        in (rows["hidden"].verify["outcome"]["tests"]["passed"])
+        "tests.test_hidden.test_hidden_negative" in (said["hidden"]["outcome"]["tests"]["passed"])
     )
     for key, row in rows.items():
         assert row.phases is not None and row.phases["verify_s"] > 0, key
-        assert "passed" in row.verify["stdout_tail"] or "failed" in row.verify["stdout_tail"]
+        assert "passed" in said[key]["stdout_tail"] or "failed" in said[key]["stdout_tail"]
 
     # The case's reply and page show the verifier, its failing tests first, and the tampering;
     # the run's results mark the tampered ones.

@@ -340,8 +340,7 @@ for n in range(1, 101):
 def test_a_budget_stops_the_agent_within_one_event_and_the_verifier_still_runs(
     project: Path,
 ) -> None:
-    spec = {"output": "claude-stream-json", "limits": {"max_tokens": 30000}}
-    built = job(STREAMER, **spec)
+    built = job(STREAMER, output="claude-stream-json", limits={"max_tokens": 30000})
     repo = Repo(Worktrees(), {NAME: str(project)}, max_diff_bytes=lambda: 1 << 20)
     verify = Verify(repo)
     stages: list[Stage] = [
