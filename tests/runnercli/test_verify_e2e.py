@@ -146,6 +146,13 @@ def test_the_verifier_decides_tampering_fails_and_hidden_tests_stay_hidden(
     assert 'data-testid="verify-tests"' in page and 'data-testid="phases"' in page
     run_page = browser.get(f"/runs/{run_id}/").content.decode()
     assert run_page.count('data-testid="tampered"') == 2
+    # The exports carry them too.
+    exported = b"".join(browser.get(f"/api/runs/{run_id}/results.jsonl").streaming_content)
+    lines = {row["case"]: row for row in map(json.loads, exported.decode().splitlines())}
+    assert lines["plant"]["tampered"] == [{"path": "conftest.py", "change": "added"}]
+    assert lines["fix"]["tampered"] == [] and lines["fix"]["phases"]["verify_s"] > 0
+    table = b"".join(browser.get(f"/api/runs/{run_id}/results.csv").streaming_content)
+    assert "tests/test_calc.py (modified)" in table.decode()
 
     assert snapshot(checkout) == before
     assert git(checkout, "status", "--porcelain") == ""
