@@ -79,6 +79,10 @@ def mean_and_stderr(n: int, total: float, squares: float) -> dict[str, float | N
     return {"pass_fraction": round(mean, 4), "stderr": round(math.sqrt(variance / n), 4)}
 
 
+# Each result's phase times, whose means a run's summary gives.
+PHASES = ("setup_s", "agent_s", "verify_s", "collect_s")
+
+
 def run_summary(run: Run) -> dict[str, Any]:
     counts = queue.run_job_counts(run.pk)
     totals = CaseResult.objects.filter(run=run).aggregate(
@@ -89,6 +93,9 @@ def run_summary(run: Run) -> dict[str, Any]:
         mean=Avg("score", filter=~Q(verdict=Verdict.JUDGING)),
         # Usage is written by the server (numbers only), so the cast cannot fail.
         cost=Sum(Cast(KT("usage__total_cost_usd"), FloatField())),
+        # Protocol 4: results whose agent changed a protected path (a first one is named).
+        tampered=Count("pk", filter=Q(tampered__0__isnull=False)),
+        **{phase: Avg(Cast(KT(f"phases__{phase}"), FloatField())) for phase in PHASES},
     )
     done = totals["passed"] + totals["failed"] + totals["errored"]
     return {
@@ -104,6 +111,9 @@ def run_summary(run: Run) -> dict[str, Any]:
         "mean_score": round(totals["mean"], 4) if totals["mean"] is not None else None,
         **pass_fraction_stats(run),
         "cost_usd": round(totals["cost"] or 0.0, 6),
+        "tampered": totals["tampered"],
+        "phases": {phase: round(totals[phase], 3) for phase in PHASES if totals[phase] is not None}
+        or None,
         **lifecycle.summary_figures(run),
     }
 
@@ -125,6 +135,8 @@ def waiting_summary(jobs: int) -> dict[str, Any]:
         "cases": 0,
         "flaky": 0,
         "cost_usd": 0.0,
+        "tampered": 0,
+        "phases": None,
         **lifecycle.summary_before(),
     }
 

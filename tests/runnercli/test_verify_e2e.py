@@ -146,6 +146,9 @@ def test_the_verifier_decides_tampering_fails_and_hidden_tests_stay_hidden(
     assert 'data-testid="verify-tests"' in page and 'data-testid="phases"' in page
     run_page = browser.get(f"/runs/{run_id}/").content.decode()
     assert run_page.count('data-testid="tampered"') == 2
+    assert "2 results whose agent changed protected paths" in run_page
+    assert 'data-testid="run-phases"' in run_page
+    assert run["summary"]["tampered"] == 2 and run["summary"]["phases"]["verify_s"] > 0
     # The exports carry them too.
     exported = b"".join(browser.get(f"/api/runs/{run_id}/results.jsonl").streaming_content)
     lines = {row["case"]: row for row in map(json.loads, exported.decode().splitlines())}
