@@ -85,10 +85,12 @@ class Follow:
 def _summary_line(run: dict[str, Any]) -> str:
     s = run["summary"]
     stderr = f" ± {percent(s['stderr'])}" if s.get("stderr") is not None else ""
+    # Results whose agent changed protected paths (a server of protocol 4 counts them).
+    tampered = f" · {s['tampered']} tampered" if s.get("tampered") else ""
     return (
         f"Run #{run['id']} {run['status']}: {s['pass']} pass, {s['fail']} fail, {s['error']} "
         f"error · mean pass fraction {percent(s['pass_fraction'])}{stderr} over {s['cases']} "
-        f"cases · {s['flaky']} flaky"
+        f"cases · {s['flaky']} flaky{tampered}"
     )
 
 

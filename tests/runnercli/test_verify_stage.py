@@ -380,3 +380,13 @@ def test_a_budget_stops_the_agent_within_one_event_and_the_verifier_still_runs(
     # Stopped within the event that passed the limit: message 17 never came.
     assert printed and 15 <= printed[0] <= 16, printed
     assert outcomes(result)["failed"] == [] and result.tampered == []
+
+
+def test_submits_summary_counts_tampered_results() -> None:
+    from runnercli.submit.run import _summary_line
+
+    summary = {"pass": 1, "fail": 2, "error": 0, "stderr": None, "pass_fraction": 0.33}
+    run = {"id": 7, "status": "completed", "summary": {**summary, "cases": 3, "flaky": 0}}
+    assert not _summary_line(run).endswith("tampered")
+    run["summary"]["tampered"] = 2
+    assert _summary_line(run).endswith("· 0 flaky · 2 tampered")
