@@ -390,3 +390,29 @@ def test_submits_summary_counts_tampered_results() -> None:
     assert not _summary_line(run).endswith("tampered")
     run["summary"]["tampered"] = 2
     assert _summary_line(run).endswith("· 0 flaky · 2 tampered")
+
+
+def test_orphans_that_end_on_their_own_are_reaped_once_stale() -> None:
+    import subprocess as sp
+
+    from runnercli.case.verify.reaper import (
+        STALE_ZOMBIE_S,
+        become_subreaper,
+        descendants,
+        reap_stale_zombies,
+    )
+
+    assert become_subreaper()
+    # A double fork whose grandchild ends at once: it comes to this process and is a zombie.
+    sp.run([sys.executable, "-c", "import os\nif os.fork() == 0:\n    os._exit(0)"], check=True)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        zombies = [p for p in descendants(os.getpid()) if p.zombie and p.ppid == os.getpid()]
+        if zombies:
+            break
+        time.sleep(0.05)
+    assert zombies
+    now = time.monotonic()
+    assert reap_stale_zombies(now) == 0  # first seen: perhaps a child the loop will collect
+    assert reap_stale_zombies(now + STALE_ZOMBIE_S) >= 1
+    assert not [p for p in descendants(os.getpid()) if p.pid == zombies[0].pid]

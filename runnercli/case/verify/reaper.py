@@ -112,6 +112,33 @@ def reap_case(mark: str, group: int | None) -> int:
     return len(killed)
 
 
+# Zombie children of this process by pid, and when each was first seen one.
+_ZOMBIES: dict[int, float] = {}
+# Longer than the event loop takes to collect a child it started (it waits on each one).
+STALE_ZOMBIE_S = 5.0
+
+
+def reap_stale_zombies(now: float | None = None) -> int:
+    """Reap this process's zombie children that nobody collected for STALE_ZOMBIE_S: as the
+    subreaper, orphans of any case come here when they end, and the event loop only waits
+    for the children it started itself (which it collects at once). Return how many."""
+    if not _PROC.is_dir():
+        return 0
+    now = time.monotonic() if now is None else now
+    me, reaped = os.getpid(), 0
+    zombies = {p.pid for p in descendants(me) if p.ppid == me and p.zombie}
+    for pid in list(_ZOMBIES):
+        if pid not in zombies:
+            del _ZOMBIES[pid]
+    for pid in zombies:
+        first = _ZOMBIES.setdefault(pid, now)
+        if now - first >= STALE_ZOMBIE_S:
+            _reap(pid)
+            del _ZOMBIES[pid]
+            reaped += 1
+    return reaped
+
+
 def _reap(pid: int) -> None:
     with contextlib.suppress(ChildProcessError, OSError):
         os.waitpid(pid, os.WNOHANG)

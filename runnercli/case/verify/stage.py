@@ -24,7 +24,12 @@ from runnercli.case.repo.git import GitError
 from runnercli.case.repo.stage import Repo
 from runnercli.case.verify.hidden import HiddenFiles
 from runnercli.case.verify.protect import Snapshot, check_and_restore, snapshot_index
-from runnercli.case.verify.reaper import MARK_ENV, become_subreaper, reap_case
+from runnercli.case.verify.reaper import (
+    MARK_ENV,
+    become_subreaper,
+    reap_case,
+    reap_stale_zombies,
+)
 from runnercli.case.verify.verifier import run_verifier
 from runnercli.protocol.verifying import MAX_TAMPERED_PATHS, Stopped, TamperedPath
 
@@ -40,6 +45,7 @@ class Reap(Stage):
 
     async def start(self, case: CaseContext) -> None:
         killed = await asyncio.to_thread(reap_case, self.verify.mark, case.agent_pid)
+        await asyncio.to_thread(reap_stale_zombies)
         if killed:
             case.note(f"killed {killed} process(es) the agent left running")
 
