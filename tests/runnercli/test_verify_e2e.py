@@ -150,11 +150,13 @@ def test_the_verifier_decides_tampering_fails_and_hidden_tests_stay_hidden(
     assert 'data-testid="run-phases"' in run_page
     assert run["summary"]["tampered"] == 2 and run["summary"]["phases"]["verify_s"] > 0
     # The exports carry them too.
-    exported = b"".join(browser.get(f"/api/runs/{run_id}/results.jsonl").streaming_content)
+    jsonl_reply: Any = browser.get(f"/api/runs/{run_id}/results.jsonl")
+    exported = b"".join(jsonl_reply.streaming_content)
     lines = {row["case"]: row for row in map(json.loads, exported.decode().splitlines())}
     assert lines["plant"]["tampered"] == [{"path": "conftest.py", "change": "added"}]
     assert lines["fix"]["tampered"] == [] and lines["fix"]["phases"]["verify_s"] > 0
-    table = b"".join(browser.get(f"/api/runs/{run_id}/results.csv").streaming_content)
+    csv_reply: Any = browser.get(f"/api/runs/{run_id}/results.csv")
+    table = b"".join(csv_reply.streaming_content)
     assert "tests/test_calc.py (modified)" in table.decode()
 
     assert snapshot(checkout) == before

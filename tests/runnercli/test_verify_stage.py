@@ -386,7 +386,11 @@ def test_submits_summary_counts_tampered_results() -> None:
     from runnercli.submit.run import _summary_line
 
     summary = {"pass": 1, "fail": 2, "error": 0, "stderr": None, "pass_fraction": 0.33}
-    run = {"id": 7, "status": "completed", "summary": {**summary, "cases": 3, "flaky": 0}}
+    run: dict[str, Any] = {
+        "id": 7,
+        "status": "completed",
+        "summary": {**summary, "cases": 3, "flaky": 0},
+    }
     assert not _summary_line(run).endswith("tampered")
     run["summary"]["tampered"] = 2
     assert _summary_line(run).endswith("· 0 flaky · 2 tampered")
