@@ -42,6 +42,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "services": ([], ["--cases", "30", "--repeat", "2"]),
     "judging": ([], ["--cases", "10"]),
     "redaction": ([], ["--repeat", "3"]),
+    "verify_protect": ([], ["--repeat", "3"]),
     "agent_clis": ([], ["--runs", "3"]),
 }
 POSTGRES_ONLY = {"throughput"}

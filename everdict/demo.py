@@ -34,6 +34,13 @@ from everdict.demo_seed import (
     demo_seed,
     demo_user,
 )
+from everdict.demo_verify import (
+    REPO_NAME,
+    VERIFY_DATASET,
+    VERIFY_HARNESS,
+    calc_checkout,
+    has_pytest,
+)
 from everdict.demo_web import WEB_DOCKER_HARNESS, demo_static_image
 from everdict.processes import (
     Proc,
@@ -62,7 +69,9 @@ class DemoError(Exception):
 # ------------------------------------------------------------------ seeding
 
 
-def demo_runner(user: User, config_file: Path, server: str) -> Any:
+def demo_runner(
+    user: User, config_file: Path, server: str, repos: dict[str, str] | None = None
+) -> Any:
     """Reuse the runner paired by an earlier start, or revoke it and pair a new one.
 
     The token is only in the runner's config file (the server keeps its hash), so a
@@ -77,9 +86,10 @@ def demo_runner(user: User, config_file: Path, server: str) -> Any:
     except ConfigError:
         config = RunnerConfig()
     runner = runner_authenticate(config.token) if config.token else None
+    repos = {**config.repos, **(repos or {})}
     if runner is not None and runner.owner_id == user.pk:
-        if config.server != server:
-            config_save(config_file, config.model_copy(update={"server": server}))
+        if config.server != server or config.repos != repos:
+            config_save(config_file, config.model_copy(update={"server": server, "repos": repos}))
         return runner
     for old in Runner.objects.owned_by(user).active().filter(label=RUNNER_LABEL):
         runner_revoke(owner=user, runner_id=old.pk)
@@ -93,6 +103,7 @@ def demo_runner(user: User, config_file: Path, server: str) -> Any:
             label=paired.runner.label,
             owner=USERNAME,
             capabilities=["python"],
+            repos=repos,
         ),
     )
     return paired.runner
@@ -214,9 +225,10 @@ def print_summary(run: Any, url: str, console: Any) -> None:
             # A JSON harness's answer is its `result`; a text one (the browser's) as it is.
             if isinstance(parsed, dict):
                 answer = str(parsed.get("result", answer))
+        marked = " (tampered)" if result.get("tampered") else ""
         table.add_row(
             result["case"],
-            f"[{colours[result['verdict']]}]{result['verdict']}[/]",
+            f"[{colours[result['verdict']]}]{result['verdict']}{marked}[/]",
             f"{result['score']:.1f}",
             f"{result['duration_ms'] / 1000:.1f}s",
             (answer or result["error"])[:40],
@@ -320,7 +332,9 @@ def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console
     children.start("scheduler", [python, "manage.py", "scheduler"], env)
     _wait_http(f"{server}/healthz", children)
     config_file = state_dir / "demo-runner.json"
-    runner = demo_runner(user, config_file, server)
+    # The verified harness's project, mapped for the runner (`repo add`).
+    calc = calc_checkout(state_dir)
+    runner = demo_runner(user, config_file, server, {REPO_NAME: str(calc)})
     console.print(f"Starting runner #{runner.pk} “{runner.label}” (config {config_file})")
     runner_env = {**env, "EVERDICT_RUNNER_CONFIG": str(config_file), "NO_COLOR": "1"}
     runner_env.pop("DJANGO_SETTINGS_MODULE", None)
@@ -358,6 +372,7 @@ def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console
     if not run.is_terminal:
         console.print(f"The run has not finished within {args.timeout:.0f}s; it goes on.")
     _judged_run(user, runner, server, children, args, console)
+    _verified_run(user, runner, server, children, args, console)
     _browser_run(user, runner, server, children, args, console)
     console.print(f"Serving at {server}/ — press Ctrl-C to stop.")
     while True:
@@ -381,6 +396,28 @@ def _judged_run(
     )
     url = f"{server}/runs/{run.pk}/"
     console.print(f"Dispatched run #{run.pk}, graded by a judge on this machine: {url}")
+    run = _wait_for_run(run.pk, children, args.timeout, console.print)
+    print_summary(run, url, console)
+
+
+def _verified_run(
+    user: User, runner: Any, server: str, children: Children, args: Any, console: Any
+) -> None:
+    """The verified harness: the fix passes, the edited test is tampered and fails."""
+    from scorecards.services import run_start
+
+    if not has_pytest():
+        console.print(f"No pytest here: the {VERIFY_HARNESS} harness's verifier needs it.")
+        return
+    run = run_start(
+        user=user,
+        workspace_slug=WORKSPACE,
+        harness=VERIFY_HARNESS,
+        dataset=VERIFY_DATASET,
+        runtime=f"self:{runner.pk}",
+    )
+    url = f"{server}/runs/{run.pk}/"
+    console.print(f"Dispatched run #{run.pk}, its agent's change verified by pytest: {url}")
     run = _wait_for_run(run.pk, children, args.timeout, console.print)
     print_summary(run, url, console)
 

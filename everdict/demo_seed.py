@@ -5,7 +5,9 @@ what the first one seeded.
 - the demo assistant (`demo-echo`: a small local Python script) over ten questions, three of
   which fail by design, and the same questions graded by a judge (`demo-judged`);
 - a browser driven headless (`demo-browser`, run where chromium is);
-- two service harnesses over three pages (`demo-web`, `demo-web-docker`).
+- two service harnesses over three pages (`demo-web`, `demo-web-docker`);
+- a verified harness on a project with a bug (`demo-verified`): its scripted agent fixes the
+  bug in one case and edits the test in the other (a pass and a tampered fail).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from everdict.demo_browser import BROWSER_CASES, BROWSER_DATASET, BROWSER_HARNESS, browser_spec
 from everdict.demo_judge import JUDGED_ALLOWS, JUDGED_HARNESS, judged_harness_spec
+from everdict.demo_verify import VERIFY_CASES, VERIFY_DATASET, VERIFY_HARNESS, verified_spec
 from everdict.demo_web import (
     WEB_CASES,
     WEB_DATASET,
@@ -92,6 +95,7 @@ HARNESSES = (
     JUDGED,
     DemoHarness(WEB_HARNESS, web_spec),
     DemoHarness(WEB_DOCKER_HARNESS, web_docker_spec),
+    DemoHarness(VERIFY_HARNESS, verified_spec),
 )
 # What the demo's runner may run: the table's harnesses, and the judged one's judge.
 ALLOWED = tuple(dict.fromkeys([*(harness.name for harness in HARNESSES), *JUDGED_ALLOWS]))
@@ -99,6 +103,7 @@ DATASETS = (
     DemoDataset(DATASET, CASES),
     DemoDataset(BROWSER_DATASET, BROWSER_CASES),
     DemoDataset(WEB_DATASET, WEB_CASES),
+    DemoDataset(VERIFY_DATASET, VERIFY_CASES),
 )
 
 
@@ -152,9 +157,15 @@ def dataset_seed(user: Any, workspace: str, dataset: DemoDataset) -> None:
         .first()
     )
     stored = (
-        list(Case.objects.filter(dataset=latest).values("key", "input", "expected"))
+        [
+            {key: value for key, value in case.items() if value is not None}
+            for case in Case.objects.filter(dataset=latest).values(
+                "key", "input", "expected", "tests"
+            )
+        ]
         if latest
         else None
     )
-    if stored != dataset.cases:
+    wanted = [{k: v for k, v in case.items() if v is not None} for case in dataset.cases]
+    if stored != wanted:
         dataset_create(user=user, workspace_slug=workspace, name=dataset.name, cases=dataset.cases)

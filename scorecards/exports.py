@@ -43,6 +43,10 @@ COLUMNS = (
     "judged_by",
     "verdict_by__username",
     "grader_verdict",
+    "verify",
+    "tampered",
+    "stopped",
+    "phases",
 )
 CSV_HEADER = (
     "case",
@@ -65,6 +69,8 @@ CSV_HEADER = (
     "output",
     "input",
     "expected",
+    "tampered",
+    "verify_s",
     "judged_by",
     "verdict_by",
     "grader_verdict",
@@ -126,6 +132,12 @@ def jsonl_line(row: dict[str, Any]) -> str:
                 # A person's verdict: who set it, and what the grader says underneath.
                 "verdict_by": row["verdict_by__username"],
                 "grader_verdict": row["grader_verdict"] or None,
+                # Protocol 4: the verifier's report, the protected paths the agent changed,
+                # what stopped it, each phase's seconds (null when none).
+                "verify": row["verify"],
+                "tampered": row["tampered"],
+                "stopped": row["stopped"],
+                "phases": row["phases"],
             }
         )
         + "\n"
@@ -180,6 +192,8 @@ def csv_line(row: dict[str, Any]) -> str:
                 row["output"],
                 _json(row["case__input"]),
                 _json(row["case__expected"]),
+                "; ".join(f"{t['path']} ({t['change']})" for t in row["tampered"] or []),
+                (row["phases"] or {}).get("verify_s", ""),
                 _json(row["judged_by"]) if row["judged_by"] else "",
                 row["verdict_by__username"] or "",
                 row["grader_verdict"],

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from runnercli.protocol import STREAM_OUTPUTS, HarnessSpec
+from scorecards import verifying
 from scorecards.patterns import PatternRefused, compile_pattern, parse_json
 
 Verdict = Literal["pass", "fail", "error", "judging"]
@@ -143,9 +144,18 @@ def _grade_text(kind: str, subject: str, expected: Any) -> Grade:
 
 
 def grade(
-    *, spec: HarnessSpec, status: str, output: str, exit_code: int | None, expected: Any
+    *,
+    spec: HarnessSpec,
+    status: str,
+    output: str,
+    exit_code: int | None,
+    expected: Any,
+    verify: Any = None,
+    tampered: Any = None,
+    tests: Any = None,
 ) -> Grade:
-    """Judge one case's reported result against its expected value."""
+    """Judge one case's reported result against its expected value (and, protocol 4, what
+    its verifier said, the protected paths its agent changed and the tests it lists)."""
     if status != "completed":
         reason = _STATUS_REASONS.get(status, f"runner reported status {status!r}")
         # An error the runner read (an agent's stream ended in the model API's error) is
@@ -153,9 +163,15 @@ def grade(
         if status == "error" and output.strip():
             reason = f"{reason}: {_quoted(output)}"
         return _errored(reason)
+    if tamper_reason := verifying.tampering_fails(spec, tampered):
+        return _failed(tamper_reason)
     grader = spec.grader
     if grader.type == "judge":
         return JUDGING
+    if grader.type == "verify":
+        output_kind = spec.verify.output if spec.verify is not None else "exit_code"
+        verdict, score, detail = verifying.grade_verify(verify, tests, output_kind)
+        return Grade(verdict=verdict, score=score, detail=detail)  # type: ignore[arg-type]
     # The exit_code grader judges the process, not what it printed.
     if grader.type == "exit_code":
         return _grade_exit_code(exit_code, expected)

@@ -234,6 +234,14 @@ def test_the_redaction_benchmark_sets_the_redactor_beside_pythons_re(tmp_path: P
     assert row["target"] == "<= 1 s"
 
 
+def test_the_protected_paths_benchmark_sets_the_check_beside_git_status(tmp_path: Path) -> None:
+    result = bench("verify_protect", ["--files", "300", "--repeat", "1"], tmp_path)
+    [row] = result["rows"]
+    assert row["figure"] == "300 protected files: check + restore of 4 changes"
+    assert row["value"].endswith(" ms") and row["baseline"].endswith(" ms for git status")
+    assert row["target"] == "<= 2x git status"
+
+
 @pytest.mark.timeout(180)
 def test_the_case_files_benchmark_times_file_requests_beside_a_hello(tmp_path: Path) -> None:
     result = bench("case_files", ["--n", "10", "--requests", "5", "--client-procs", "1"], tmp_path)

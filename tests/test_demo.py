@@ -138,6 +138,10 @@ def test_a_second_demo_start_reuses_what_the_first_seeded_on_a_machine_without_c
                 proc.kill()
         runs = sorted({int(n) for n in re.findall(r"/runs/(\d+)/", output)})
         assert runs and runs[0] == last_run + 1, (last_run, runs)
+        # The verified harness: the fix passes, the edited test is tampered and fails.
+        assert "its agent's change verified by pytest" in output
+        assert "Pass rate: 50% (1 pass, 1 fail, 0 error)" in output
+        assert "fail (tampered)" in output
         last_run = runs[-1]
         assert "Starting runner #1 " in output  # the same runner, from its config file
         assert "No chromium here" in output

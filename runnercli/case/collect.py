@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import platform
+import time
 from typing import Any, Literal
 
 from runnercli.case.pipeline import CaseContext, Given, Stage
@@ -26,6 +27,7 @@ from runnercli.protocol import (
     Fingerprint,
     harness_digest,
 )
+from runnercli.protocol.verifying import Phases
 from runnercli.text.utf8 import clip_utf8
 
 USAGE_FIELDS = ("total_cost_usd", "input_tokens", "output_tokens")
@@ -72,6 +74,21 @@ def fingerprint(
     return machine_fingerprint().model_copy(update={**update, **(added or {})})
 
 
+def phases(case: CaseContext) -> Phases | None:
+    """Seconds in each phase: setting up (worktree, services), the agent, the verifier, and
+    collecting since the agent ended (its diff, protected paths, this result) but for the
+    verifier."""
+    if case.agent_started is None or case.agent_ended is None:
+        return None
+    now = time.monotonic()
+    return Phases(
+        setup_s=round(max(case.agent_started - case.began, 0.0), 3),
+        agent_s=round(max(case.agent_ended - case.agent_started, 0.0), 3),
+        verify_s=round(case.verify_s, 3),
+        collect_s=round(max(now - case.agent_ended - case.verify_s, 0.0), 3),
+    )
+
+
 class Collect(Stage):
     """Build `case.result` from `case.outcome`, once the stages before it have finished."""
 
@@ -104,6 +121,8 @@ class Collect(Stage):
             duration_ms=outcome.duration_ms,
             usage=self._usage(case, output, completed),
             fingerprint=fingerprint(case.job, tools, case.fingerprint),
+            phases=phases(case),
+            **case.adds,
         )
 
     @staticmethod

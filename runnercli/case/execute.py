@@ -49,17 +49,21 @@ class Execute(Stage):
         except ArgumentTooLong as exc:
             raise StartError(str(exc)) from exc
         env = case_env(job, case.env)
-        started = time.monotonic()
+        started = case.agent_started = time.monotonic()
         proc = self.proc = await spawn(argv, env, str(case.workdir))
+        case.agent_pid = proc.pid
         stdout, stderr = Stdout(case.stdout_chunks), Stderr(case.stderr_lines)
         self.readers = [
             asyncio.create_task(pump(proc.stdout, stdout.feed)),
             asyncio.create_task(pump(proc.stderr, stderr.feed)),
         ]
-        status = await supervise(proc, job.timeout_s, case.kill, self.term_grace_s)
+        status = await supervise(
+            proc, job.timeout_s, case.kill, self.term_grace_s, stop=case.stop_agent
+        )
         # The leader is gone; whatever it left running in its group goes with it.
         signal_group(proc, KILL)
         self.ended = True
+        case.agent_ended = time.monotonic()
         await drain(self.readers)
         stdout.close()
         stderr.close()

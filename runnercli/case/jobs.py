@@ -30,6 +30,7 @@ from runnercli.case.files.rendezvous import CaseFiles
 from runnercli.case.files.stage import Files
 from runnercli.case.heartbeats import Heartbeats
 from runnercli.case.judge.stage import BillingWarning, Judge
+from runnercli.case.limits.stage import Limits
 from runnercli.case.log import CaseLog
 from runnercli.case.pipeline import CaseContext, Pipeline, Stage
 from runnercli.case.prepare import Prepare
@@ -42,6 +43,7 @@ from runnercli.case.services.stage import Services
 from runnercli.case.tools import ToolVersions
 from runnercli.case.trace.outbox import TraceOutbox
 from runnercli.case.trace.stage import Trace
+from runnercli.case.verify.stage import Verify
 from runnercli.session import JobRun, Session
 from runnercli.slots import Slots
 
@@ -84,17 +86,27 @@ class Jobs:
             return self._judge_stages(job_run, log)
         session, spec = self.session, job_run.job.harness.spec
         redactor = session.options.redactor
+        repo = self._repo() if spec.repo is not None else None
+        verify = (
+            Verify(repo)
+            if repo is not None and (spec.verify is not None or spec.protect is not None)
+            else None
+        )
         return [
             self._deliver(job_run, log),
             Allow(self.consent, session),
             Prepare(),
-            *([self._repo()] if spec.repo is not None else []),
+            *([repo] if repo is not None else []),
+            # After the repo's diff is kept, before the result is collected.
+            *([verify] if verify is not None else []),
             *([self._services()] if spec.services else []),
             *self._watched(),
             # Last before the run: the working directory is the one the case runs in.
             *([Files(self.files)] if self.files is not None else []),
             self._agent_config(),
+            *([Limits()] if spec.limits is not None else []),
             Execute(),
+            *([verify.reap()] if verify is not None else []),
             Collect(self.tools),
             *([Redact(redactor)] if redactor else []),
             Artifacts(session.client, self.delivery.shelf, redactor=redactor, abort=session.abort),

@@ -154,6 +154,18 @@ class CaseContext:
     # case ran on), as the fingerprint's own models.
     fingerprint: dict[str, Any] = field(default_factory=dict)
     result: CaseResult | None = None
+    # What stages add to the result besides the run's outcome (`verify`, `tampered`,
+    # `stopped`), by the result's field.
+    adds: dict[str, Any] = field(default_factory=dict)
+    # The harness's process (its group's id), and the phases' clock: when the case began,
+    # when the harness started and ended, the seconds its verifier took.
+    agent_pid: int | None = None
+    began: float = field(default_factory=time.monotonic)
+    agent_started: float | None = None
+    agent_ended: float | None = None
+    verify_s: float = 0.0
+    # Set to stop the agent without ending the case (a budget spent): TERM, then KILL.
+    stop_agent: asyncio.Event = field(default_factory=asyncio.Event)
     artifacts: list[Artifact] = field(default_factory=list)
     ending: Ending | None = None
     # The task running the case was cancelled (the runner is going): nothing is reported.

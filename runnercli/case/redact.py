@@ -1,16 +1,17 @@
 """The `Redact` stage: the member's `redact` patterns applied to the result before it leaves.
 
 It comes after `Collect`, so the result it redacts is the one reported: the output (which the
-server grades: it judges what the member let leave) and the stderr tail. Redaction can make
-a text longer; each is cut to its bound again (the output keeps its head, the stderr tail
-its end). The case's log lines are redacted as they are added (`runnercli.case.log`), text
-artifacts by the stage that uploads them.
+server grades: it judges what the member let leave), the stderr tail and the verifier's
+tails. Redaction can make a text longer; each is cut to its bound again (the output keeps
+its head, the tails their end). The case's log lines are redacted as they are added
+(`runnercli.case.log`), text artifacts by the stage that uploads them.
 """
 
 from __future__ import annotations
 
 from runnercli.case.pipeline import CaseContext, Given, Stage
 from runnercli.protocol import MAX_OUTPUT_BYTES, MAX_STDERR_TAIL_BYTES
+from runnercli.protocol.verifying import MAX_VERIFY_TAIL_BYTES
 from runnercli.text.redact import Redactor
 from runnercli.text.utf8 import clip_utf8
 
@@ -30,4 +31,15 @@ class Redact(Stage):
         stderr_tail = clip_utf8(
             self.redactor.text(result.stderr_tail), MAX_STDERR_TAIL_BYTES, keep_tail=True
         )
-        case.result = result.model_copy(update={"output": output, "stderr_tail": stderr_tail})
+        update: dict[str, object] = {"output": output, "stderr_tail": stderr_tail}
+        if result.verify is not None:
+            tails = {
+                name: clip_utf8(
+                    self.redactor.text(getattr(result.verify, name)),
+                    MAX_VERIFY_TAIL_BYTES,
+                    keep_tail=True,
+                )
+                for name in ("stdout_tail", "stderr_tail")
+            }
+            update["verify"] = result.verify.model_copy(update=tails)
+        case.result = result.model_copy(update=update)

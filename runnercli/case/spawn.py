@@ -134,19 +134,25 @@ async def supervise(
     timeout_s: float,
     kill: asyncio.Event,
     term_grace_s: float,
+    *,
+    stop: asyncio.Event | None = None,
 ) -> EndStatus:
     """Wait for the leader to exit, the timeout to pass (SIGTERM, then SIGKILL after the
-    grace) or `kill` to be set (SIGKILL at once); say which."""
+    grace) or `kill` to be set (SIGKILL at once); say which. `stop` set (a budget spent)
+    ends the group as a timeout does, and the run counts as completed."""
     exited = asyncio.create_task(_exited(proc))
     killed = asyncio.create_task(kill.wait())
+    stopped = asyncio.create_task(stop.wait()) if stop is not None else None
+    waited = {exited, killed} | ({stopped} if stopped is not None else set())
     try:
-        done, _ = await asyncio.wait(
-            {exited, killed}, timeout=timeout_s, return_when="FIRST_COMPLETED"
-        )
+        done, _ = await asyncio.wait(waited, timeout=timeout_s, return_when="FIRST_COMPLETED")
     finally:
-        exited.cancel()
-        killed.cancel()
+        for task in waited:
+            task.cancel()
     if exited in done:
+        return "completed"
+    if stopped is not None and stopped in done and killed not in done:
+        await _end_group(proc, grace_s=term_grace_s)
         return "completed"
     if killed in done:
         await _end_group(proc, grace_s=0)

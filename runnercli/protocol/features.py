@@ -65,7 +65,9 @@ JUDGE_FEATURES = ["judge"]
 # listed once the runner really does it, and each is added both to `Feature` and here.
 # `repo`, `artifacts`, `trace`, `screens`, `services`, `files`: the stages that do them
 # (`runnercli.case.<feature>`); `judge`: the pipeline of a judge job; `slots`: a case takes
-# its harness's slots of `--max-concurrent` (`runnercli.slots`).
+# its harness's slots of `--max-concurrent` (`runnercli.slots`); `verify`: the verifier,
+# protected paths and hidden files (`runnercli.case.verify`); `limits`: a case's budgets read
+# from its agent's stream (`runnercli.case.limits`).
 RUNNER_FEATURES: tuple[str, ...] = (
     "agent_config",
     "artifacts",
@@ -76,4 +78,6 @@ RUNNER_FEATURES: tuple[str, ...] = (
     "services",
     "slots",
     "trace",
+    "verify",
+    "limits",
 )

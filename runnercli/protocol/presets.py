@@ -69,7 +69,9 @@ def is_preset(source: Any) -> bool:
     return isinstance(source, Mapping) and "agent" in source
 
 
-def _command(preset: AgentPreset, max_turns: int | None) -> list[str]:
+def _command(
+    preset: AgentPreset, max_turns: int | None, max_cost_usd: float | None = None
+) -> list[str]:
     agent = preset.agent
     flags = list(agent.permissions[preset.permissions])
     if agent is CLAUDE_CODE:
@@ -79,6 +81,8 @@ def _command(preset: AgentPreset, max_turns: int | None) -> list[str]:
             argv += ["--model", preset.model]
         if max_turns is not None:
             argv += ["--max-turns", str(max_turns)]
+        if max_cost_usd is not None:
+            argv += ["--max-budget-usd", f"{max_cost_usd:g}"]
     else:
         # Codex keeps no session files (`--ephemeral`) and runs outside a git checkout too.
         argv = [agent.tool, "exec", "--json", "--skip-git-repo-check", "--ephemeral", *flags]
@@ -111,8 +115,9 @@ def expand(source: Mapping[str, Any]) -> HarnessSpec:
     rest["command"] = _command(preset, None)
     spec = HarnessSpec.model_validate(rest)
     max_turns = spec.limits.max_turns if spec.limits is not None else None
-    if max_turns is not None and preset.agent is CLAUDE_CODE:
-        rest["command"] = _command(preset, max_turns)
+    max_cost = spec.limits.max_cost_usd if spec.limits is not None else None
+    if (max_turns is not None or max_cost is not None) and preset.agent is CLAUDE_CODE:
+        rest["command"] = _command(preset, max_turns, max_cost)
         spec = HarnessSpec.model_validate(rest)
     return spec
 

@@ -106,10 +106,12 @@ def interval(estimate: dict[str, Any] | None) -> str:
 def _summary_line(run: dict[str, Any]) -> str:
     s = run["summary"]
     stderr = f" ± {percent(s['stderr'])}" if s.get("stderr") is not None else ""
+    # Results whose agent changed protected paths (a server of protocol 4 counts them).
+    tampered = f" · {s['tampered']} tampered" if s.get("tampered") else ""
     return (
         f"Run #{run['id']} {run['status']}: {s['pass']} pass, {s['fail']} fail, {s['error']} "
         f"error · mean pass fraction {percent(s['pass_fraction'])}{stderr} over {s['cases']} "
-        f"cases · {s['flaky']} flaky{interval(s.get('pass_rate_ci'))}"
+        f"cases · {s['flaky']} flaky{interval(s.get('pass_rate_ci'))}{tampered}"
     )
 
 

@@ -56,6 +56,8 @@ class ShadowItem(Reply):
             output=output,
             exit_code=exit_code if isinstance(exit_code, int) else None,
             expected=expected,
+            verify=kept.get("verify"),
+            tampered=kept.get("tampered"),
         )
         return cls(
             at=attempt.shadow_at,
@@ -115,6 +117,25 @@ def _diff(spec: HarnessSpec, row: CaseResult, expected: Any) -> list[DiffLine] |
     return None if lines is None else [DiffLine.of(line) for line in lines]
 
 
+class TestRow(Reply):
+    """One test of a verifier's report and how it ended."""
+
+    name: str
+    state: str = Field(description="failed, errored or passed")
+
+    @classmethod
+    def of(cls, verify: Any) -> list[TestRow]:
+        outcome = verify.get("outcome") if isinstance(verify, dict) else None
+        tests = outcome.get("tests") if isinstance(outcome, dict) else None
+        if not isinstance(tests, dict):
+            return []
+        return [
+            cls(name=str(name), state=state)
+            for state in ("failed", "errored", "passed")
+            for name in tests.get(state) or []
+        ]
+
+
 class CaseRunResult(Reply):
     """One settled result of the case, whole."""
 
@@ -152,6 +173,23 @@ class CaseRunResult(Reply):
         default_factory=list,
         description="Every verdict it had, oldest first (empty while only the settled one).",
     )
+    verify: dict[str, Any] | None = Field(
+        default=None, description="What the verifier said: exit code, outcome or error, tails."
+    )
+    tests: list[TestRow] = Field(
+        default_factory=list,
+        description="The tests of the verifier's JUnit report, failing ones first.",
+    )
+    tampered: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="The protected paths the agent changed (null: no path was protected).",
+    )
+    stopped: dict[str, Any] | None = Field(
+        default=None, description="What stopped the agent before it ended on its own."
+    )
+    phases: dict[str, Any] | None = Field(
+        default=None, description="Seconds in each phase: setup_s, agent_s, verify_s, collect_s."
+    )
 
     @classmethod
     def of(
@@ -185,6 +223,11 @@ class CaseRunResult(Reply):
             artifacts=artifacts or [],
             person=PersonMark.of(row),
             history=[VerdictEntryItem.of(entry) for entry in history or []],
+            verify=row.verify,
+            tests=TestRow.of(row.verify),
+            tampered=row.tampered,
+            stopped=row.stopped,
+            phases=row.phases,
         )
 
 

@@ -46,6 +46,12 @@ class RunResultItem(Reply):
         default=None, description="Who judged a judge-graded case, with what."
     )
     runner: int | None
+    tampered: list[dict[str, Any]] | None = Field(
+        default=None, description="The protected paths the agent changed (null: none protected)."
+    )
+    phases: dict[str, Any] | None = Field(
+        default=None, description="Seconds in each phase: setup_s, agent_s, verify_s, collect_s."
+    )
 
     @classmethod
     def of(cls, row: Any) -> RunResultItem:
@@ -68,6 +74,8 @@ class RunResultItem(Reply):
             provenance=row.provenance,
             judged_by=row.judged_by or None,
             runner=row.runner_id,
+            tampered=row.tampered,
+            phases=row.phases,
         )
 
 

@@ -61,6 +61,12 @@ class RunSummary(Reply):
     judge_cost_usd: float = Field(
         default=0.0, description="The judges' reported cost: provenance, not billed."
     )
+    tampered: int = Field(default=0, description="Results whose agent changed a protected path.")
+    phases: dict[str, float] | None = Field(
+        default=None,
+        description="Mean seconds of each phase over the results that report them: setup_s, "
+        "agent_s, verify_s, collect_s.",
+    )
 
 
 class RunEventItem(Reply):

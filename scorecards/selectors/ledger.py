@@ -9,6 +9,7 @@ from runnercli.protocol import CaseResult, HarnessSpec
 from runners.models import JobAttempt
 from scorecards import scoring
 from scorecards.models import Case, Run
+from scorecards.verifying import verified_fields
 
 _WOULD = {"pass": "would pass", "fail": "would fail", "error": "would be an error"}
 
@@ -30,6 +31,8 @@ def shadow_grade(attempt: JobAttempt) -> scoring.Grade | None:
         output=result.output,
         exit_code=result.exit_code,
         expected=case.expected if case is not None else None,
+        **verified_fields(result),
+        tests=case.tests if case is not None else None,
     )
 
 

@@ -150,6 +150,10 @@ def run_intervals_empty() -> dict[str, Any]:
     return pass_rate_estimate([]).model_dump(mode="json")
 
 
+# Each result's phase times, whose means a run's summary gives.
+PHASES = ("setup_s", "agent_s", "verify_s", "collect_s")
+
+
 def _totals(run: Run) -> dict[str, Any]:
     return CaseResult.objects.filter(run=run).aggregate(
         passed=Count("pk", filter=Q(verdict=Verdict.PASS)),
@@ -163,6 +167,9 @@ def _totals(run: Run) -> dict[str, Any]:
         cost=Sum(Cast(KT("usage__total_cost_usd"), FloatField())),
         last_seq=Max("seq"),
         last_verdict_at=Max("verdict_at"),
+        # Protocol 4: results whose agent changed a protected path (a first one is named).
+        tampered=Count("pk", filter=Q(tampered__0__isnull=False)),
+        **{phase: Avg(Cast(KT(f"phases__{phase}"), FloatField())) for phase in PHASES},
     )
 
 
@@ -202,6 +209,9 @@ def run_summary(run: Run) -> dict[str, Any]:
         "skipped": totals["skipped"],
         **{name: figure.model_dump(mode="json") for name, figure in intervals.items()},
         "cost_usd": round(totals["cost"] or 0.0, 6),
+        "tampered": totals["tampered"],
+        "phases": {phase: round(totals[phase], 3) for phase in PHASES if totals[phase] is not None}
+        or None,
         **lifecycle.summary_figures(run),
     }
 
@@ -225,6 +235,8 @@ def waiting_summary(jobs: int) -> dict[str, Any]:
         "skipped": 0,
         **_intervals_before(),
         "cost_usd": 0.0,
+        "tampered": 0,
+        "phases": None,
         **lifecycle.summary_before(),
     }
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from django.db import transaction
 from django.db.models import Max, QuerySet
@@ -19,6 +19,7 @@ from core.errors import Invalid
 from core.jsonbounds import MAX_JSON_DEPTH, json_depth_within, loads_bounded
 from runnercli.protocol import HarnessSpec
 from runnercli.protocol.presets import expand, is_preset
+from runnercli.protocol.verifying import MAX_REPORT_TESTS, MAX_TEST_NAME_CHARS, check_hidden_files
 from scorecards.models import Case, DatasetVersion, HarnessVersion, Role, Workspace
 from scorecards.patterns import backtracking_only, pattern_refusal
 from scorecards.selectors.workspaces import require_role
@@ -56,6 +57,19 @@ def _check_storable(value: Any) -> None:
         raise ValueError("must not contain NUL characters")
 
 
+TestName = Annotated[str, Field(min_length=1, max_length=MAX_TEST_NAME_CHARS)]
+
+
+class CaseTests(BaseModel):
+    """SWE-bench's shape: the tests the change must make pass, and those it must keep passing
+    (`path::name`, `classname.name` or `name`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fail_to_pass: list[TestName] = Field(default_factory=list, max_length=MAX_REPORT_TESTS)
+    pass_to_pass: list[TestName] = Field(default_factory=list, max_length=MAX_REPORT_TESTS)
+
+
 class CaseIn(BaseModel):
     """One case as a client sends it; the answer (`expected`) stays on the server."""
 
@@ -64,6 +78,18 @@ class CaseIn(BaseModel):
     key: str = Field(min_length=1, max_length=200)
     input: Any = Field(default_factory=dict)
     expected: Any = None
+    # Kept on the server like `expected`: the tests whose outcome decides a `verify` grader.
+    tests: CaseTests | None = None
+    # Sent beside the case, never in it: written for the verifier once the agent has ended.
+    hidden_files: dict[str, str] | None = None
+
+    @field_validator("hidden_files")
+    @classmethod
+    def _hidden_files(cls, files: dict[str, str] | None) -> dict[str, str] | None:
+        if files is not None:
+            check_hidden_files(files)
+            _check_storable(files)
+        return files
 
     @field_validator("key")
     @classmethod
@@ -269,7 +295,15 @@ def dataset_version_add(
     )
     Case.objects.bulk_create(
         (
-            Case(dataset=dataset, position=i, key=c.key, input=c.input, expected=c.expected)
+            Case(
+                dataset=dataset,
+                position=i,
+                key=c.key,
+                input=c.input,
+                expected=c.expected,
+                tests=None if c.tests is None else c.tests.model_dump(),
+                hidden_files=c.hidden_files,
+            )
             for i, c in enumerate(cases)
         ),
         batch_size=_BULK_BATCH,

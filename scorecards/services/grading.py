@@ -21,6 +21,7 @@ from runners.models import Runner, RunnerJob
 from scorecards import scoring
 from scorecards.lifecycle import LANES, Read
 from scorecards.models import Case
+from scorecards.verifying import verified_fields
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ def grade_reports(*, runner: Runner, reports: Sequence[ResultReport]) -> dict[in
         for case in Case.objects.filter(
             dataset_id__in={dataset for dataset, _ in wanted},
             key__in={key for _, key in wanted},
-        ).only("pk", "dataset_id", "key", "input", "expected")
+        ).only("pk", "dataset_id", "key", "input", "expected", "tests")
     }
     specs = {pk: HarnessSpec.model_validate(run.harness.spec) for pk, run in runs.items()}
     graded: dict[int, Graded | Read] = {}
@@ -85,6 +86,8 @@ def grade_one(spec: HarnessSpec, case: Case, result: CaseResult) -> Graded:
         output=output,
         exit_code=result.exit_code,
         expected=case.expected,
+        **verified_fields(result),
+        tests=case.tests,
     )
     return Graded(
         case=case,

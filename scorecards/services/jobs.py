@@ -19,7 +19,7 @@ from scorecards.models import Run
 
 # What the queue fills in when it leases a job, and what each job has of its own.
 LEASE_FIELDS = frozenset({"job_id", "attempt_id", "lease_epoch"})
-OWN_FIELDS = frozenset({"repeat", "case", "judge"})
+OWN_FIELDS = frozenset({"repeat", "case", "judge", "hidden"})
 
 
 @dataclass(frozen=True)
@@ -41,13 +41,21 @@ class JobPlan:
         return list(self.job.capabilities)
 
     def own(
-        self, key: str, case_input: Any, repeat: int, judge: JudgeInput | None = None
+        self,
+        key: str,
+        case_input: Any,
+        repeat: int,
+        judge: JudgeInput | None = None,
+        hidden: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        """One job's own part (the model's `repeat`, `case` and `judge`), written as plain JSON:
-        a 10,000-case dispatch builds it 10,000 times."""
+        """One job's own part (the model's `repeat`, `case`, `judge` and the case's hidden
+        files, beside the case and never in it), written as plain JSON: a 10,000-case
+        dispatch builds it 10,000 times."""
         own: dict[str, Any] = {"repeat": repeat, "case": {"key": key, "input": case_input}}
         if judge is not None:
             own["judge"] = judge.model_dump(mode="json")
+        if hidden:
+            own["hidden"] = hidden
         return own
 
 

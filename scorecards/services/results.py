@@ -35,6 +35,7 @@ from scorecards.selectors.summary import run_summary
 from scorecards.services.events import event
 from scorecards.services.grades import settled_fields
 from scorecards.services.grading import Graded, grade_reports, shadow_of
+from scorecards.verifying import verified_fields
 
 
 def _result_digest(result: CaseResult) -> str:
@@ -167,6 +168,9 @@ def _result_rows(
             usage=graded.usage,
             provenance=provenance,
             fingerprint=result.fingerprint.model_dump(mode="json"),
+            **verified_fields(result),
+            stopped=None if result.stopped is None else result.stopped.model_dump(mode="json"),
+            phases=None if result.phases is None else result.phases.model_dump(mode="json"),
             **settled_fields(graded.grade),
         )
         for seq, (job, result, graded) in enumerate(results, start=first)

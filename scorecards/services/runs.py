@@ -294,16 +294,16 @@ def _park_jobs(run: Run, spec: HarnessSpec, target: Target, case_keys: Sequence[
     chosen = Case.objects.filter(dataset=run.dataset)
     if case_keys is not None:
         chosen = chosen.filter(key__in=list(case_keys))
-    cases = list(chosen.order_by("position").values_list("key", "input"))
+    cases = list(chosen.order_by("position").values_list("key", "input", "hidden_files"))
     return queue.jobs_park(
         owner_id=run.submitted_by_id,
         runner_id=target.runner.pk if target.runner else None,
         run_id=run.pk,
         shared=plan.shared,
         jobs=(
-            (key, repeat, plan.own(key, case_input, repeat))
+            (key, repeat, plan.own(key, case_input, repeat, hidden=hidden))
             for repeat in range(run.repeats)
-            for key, case_input in cases
+            for key, case_input, hidden in cases
         ),
         required_capabilities=plan.capabilities,
         needs_features=plan.needs_features,

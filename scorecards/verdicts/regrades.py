@@ -133,11 +133,20 @@ def grades_of(run: Run, spec: HarnessSpec) -> dict[int, scoring.Grade]:
         rows = list(
             CaseResult.objects.filter(run=run, status="completed", pk__gt=after)
             .order_by("pk")
-            .values_list("pk", "output", "exit_code", "case__expected")[:GRADE_CHUNK]
+            .values_list(
+                "pk", "output", "exit_code", "case__expected", "verify", "tampered", "case__tests"
+            )[:GRADE_CHUNK]
         )
-        for pk, output, exit_code, expected in rows:
+        for pk, output, exit_code, expected, verify, tampered, tests in rows:
             grades[pk] = scoring.grade(
-                spec=spec, status="completed", output=output, exit_code=exit_code, expected=expected
+                spec=spec,
+                status="completed",
+                output=output,
+                exit_code=exit_code,
+                expected=expected,
+                verify=verify,
+                tampered=tampered,
+                tests=tests,
             )
         if len(rows) < GRADE_CHUNK:
             return grades

@@ -58,6 +58,13 @@ def test_claude_code_takes_its_model_and_the_turn_limit_from_limits() -> None:
     assert spec.limits is not None and spec.limits.max_turns == 12
 
 
+def test_claude_codes_cost_limit_is_its_max_budget_and_codex_cannot_have_one() -> None:
+    spec = expand({"agent": {"cli": "claude-code"}, "limits": {"max_cost_usd": 0.5}})
+    assert spec.command[-4:] == ["--max-budget-usd", "0.5", "--", "{input.prompt}"]
+    with pytest.raises(ValidationError, match="Codex reports no cost"):
+        expand({"agent": {"cli": "codex"}, "limits": {"max_cost_usd": 0.5}})
+
+
 def test_codex_runs_in_its_workspace_write_sandbox_or_bypasses_it() -> None:
     worktree = expand({"agent": {"cli": "codex", "model": "gpt-5.5"}, "limits": {"max_turns": 3}})
     assert worktree.command == [

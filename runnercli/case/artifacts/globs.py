@@ -105,14 +105,14 @@ def _part_regex(part: str) -> str:
 
 
 @dataclass(frozen=True)
-class _Glob:
+class Glob:
     text: str
     regex: Any
     literal: tuple[str, ...]  # the leading components without wildcards
     depth: int | None  # components a match has; None with `**`
 
     @classmethod
-    def of(cls, text: str) -> _Glob:
+    def of(cls, text: str) -> Glob:
         parts = text.split("/")
         literal: list[str] = []
         for part in parts[:-1]:
@@ -146,7 +146,7 @@ def collect(
     max_total_bytes: int,
 ) -> Collected:
     """The files under `root` that `globs` match, in path order, hashed, within the limits."""
-    compiled = [_Glob.of(glob) for glob in check_globs(globs)]
+    compiled = [Glob.of(glob) for glob in check_globs(globs)]
     base = Path(os.path.realpath(root))
     collected = Collected()
     matched: dict[str, os.stat_result] = {}
@@ -168,7 +168,7 @@ def collect(
 
 
 def _walk(
-    base: Path, globs: list[_Glob], collected: Collected
+    base: Path, globs: list[Glob], collected: Collected
 ) -> Iterator[tuple[str, os.stat_result]]:
     """Every non-directory entry under `base` in a directory some glob may reach; symlinks
     are reported as such, never followed."""

@@ -3,9 +3,11 @@ and everything that may leave this machine while and after its cases run.
 
 The keys — the repo and the state of it the case gets, `artifacts` globs, a streamed output
 format, every service in full (image or argv, command, ports, environment, scope), `slots`, a
-judge's command — are in the harness's digest, so what the member allows is what is shown.
-What leaves says which of it the member keeps here this session (`--no-files`,
-`--no-screens`, `--no-trace`) and how many of their `redact` patterns hide what matches.
+judge's command; protocol 4's verifier, protected globs and budgets, and the paths of a case's
+hidden files (never their content) — are in the harness's digest (but for the case's hidden
+paths), so what the member allows is what is shown. What leaves says which of it the member
+keeps here this session (`--no-files`, `--no-screens`, `--no-trace`) and how many of their
+`redact` patterns hide what matches.
 Every string from the server is made harmless for the terminal (`runnercli.console.terminal`).
 """
 
@@ -45,11 +47,53 @@ def world_lines(job: CaseJob) -> list[str]:
         lines += _service_lines(name, service)
     if spec.slots is not None:
         lines.append(f"  slots:       {spec.slots} of this runner's slots per case")
+    lines += verify_lines(job)
     lines += _judge_lines(spec)
     if job.kind == "judge" and job.judge is not None:
         lines.append(
             f"  judging:     case {clean(job.judge.case_key)}: this command reads "
             "$EVERDICT_JUDGE_FILE (rubric, input, output, expected answer); its output is sent"
+        )
+    return lines
+
+
+def verify_lines(job: CaseJob) -> list[str]:
+    """Protocol 4: the verifier's command, the protected globs, the budgets, and the paths
+    (never the content) of the case's hidden files."""
+    spec = job.harness.spec
+    lines: list[str] = []
+    if spec.verify is not None:
+        verify = spec.verify
+        lines.append(
+            f"  verify:      {quote_argv(verify.command)} in the worktree after the agent "
+            f"(timeout {verify.timeout_s} s, {verify.output})"
+        )
+        lines += [
+            f"{INDENT}verify env {clean(key)}={quote_arg(value)}"
+            for key, value in sorted(verify.env.items())
+        ]
+    if spec.protect is not None:
+        globs = ", ".join(quote_arg(glob) for glob in spec.protect)
+        how = "fails the case" if (spec.on_tamper or "fail") == "fail" else "marks the case"
+        lines.append(
+            f"  protect:     {globs} (checked and restored after the agent; a change {how})"
+        )
+    if spec.limits is not None:
+        limits = spec.limits
+        said = [
+            f"${limits.max_cost_usd:.2f}" if limits.max_cost_usd is not None else "",
+            f"{limits.max_turns} turns" if limits.max_turns is not None else "",
+            f"{limits.max_tokens:,} tokens" if limits.max_tokens is not None else "",
+        ]
+        lines.append(
+            f"  limits:      {', '.join(s for s in said if s)} per case (the agent is stopped)"
+        )
+    if job.hidden:
+        paths = ", ".join(quote_arg(path) for path in sorted(job.hidden)[:8])
+        more = f" and {len(job.hidden) - 8} more" if len(job.hidden) > 8 else ""
+        lines.append(
+            f"  hidden:      {paths}{more} written into the worktree after the agent, "
+            "for the verifier"
         )
     return lines
 
