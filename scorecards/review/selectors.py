@@ -98,7 +98,7 @@ def review_queue(
         CaseResult.objects.filter(run__in=runs, verdict__in=SETTLED, verdict_by__isnull=True)
         .filter(
             Q(verdict=Verdict.ERROR)
-            | Q(tampered__isnull=False)
+            | Q(tampered__0__isnull=False)
             | Q(judged_by__has_key="votes")
             | Q(case_id__in={case for _, case in flaky})
         )

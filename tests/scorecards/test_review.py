@@ -42,7 +42,7 @@ def judged_run(alice: Any) -> Any:
     for key, votes in (("c0", split), ("c1", unreadable), ("c4", [vote(0, True)] * 3)):
         results[key].judged_by = {**JUDGE, "votes": votes}
         results[key].save(update_fields=["judged_by"])
-    results["c3"].tampered = ["tests/test_x.py"]
+    results["c3"].tampered = [{"path": "tests/test_x.py", "change": "modified"}]
     results["c3"].save(update_fields=["tampered"])
     return run
 
