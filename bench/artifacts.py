@@ -32,6 +32,7 @@ from typing import Any
 from databases import add_database_arguments, scratch_database
 from report import Summary, finish, machine_line
 from seeding import pair_runners, seed_member, seed_suite
+from server_profile import ServerProfile
 from servers import daphne, server_env
 
 TARGET = 0.80
@@ -105,11 +106,14 @@ def main() -> None:
     parser.add_argument("--blobs", type=int, default=4, help="blobs per round (4)")
     parser.add_argument("--mib", type=float, default=8, help="MiB per blob (8)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (5)")
+    parser.add_argument(
+        "--profile", action="store_true", help="sample the server with py-spy during uploads"
+    )
     add_database_arguments(parser)
     args = parser.parse_args()
     size = max(1, int(args.mib * MIB))
 
-    summary = Summary("artifact upload throughput, beside a plain HTTP POST of the same bytes")
+    summary = Summary("artifact upload throughput, beside a plain HTTP PUT of the same bytes")
     with scratch_database(args) as scratch:
         print(f"artifacts — {machine_line(scratch)}")
         member = seed_member()
@@ -129,7 +133,10 @@ def main() -> None:
         with daphne(scratch, **env) as server:
             fence = lease_one(server.url, token)
             plain_puts(server.url, [os.urandom(size)])  # warm-up
-            upload_s, posts_s, inline_s, chunks = [], [], [], 0
+            upload_s: list[float] = []
+            posts_s: list[float] = []
+            inline_s: list[float] = []
+            chunks = 0
             cpu = {"server": 0.0, "runner": 0.0, "server_post": 0.0, "server_inline": 0.0}
             for _ in range(args.rounds):
                 blobs = [os.urandom(size) for _ in range(args.blobs)]
@@ -142,7 +149,14 @@ def main() -> None:
                 )
                 cpu["server_inline"] += server.cpu_seconds() - began
                 began, own = server.cpu_seconds(), time.process_time()
+                spy = (
+                    ServerProfile(server.pid, scratch.workdir / f"up-{len(upload_s)}.spy")
+                    if args.profile
+                    else None
+                )
                 took, made = uploads(server.url, token, fence, blobs)
+                if spy is not None:
+                    print(spy.stop())
                 cpu["server"] += server.cpu_seconds() - began
                 cpu["runner"] += time.process_time() - own
                 upload_s.append(took)

@@ -1,10 +1,11 @@
 """Artifacts end to end: daphne and `python -m runnercli` as real processes.
 
 An 8 MiB artifact goes up by raw `PUT`s (feature `raw_upload`: two 4 MiB chunks) while the
-server is killed in the middle and started again on the same database and storage: the upload resumes from what the server held, the
-blob is stored once with the right digest and downloads identical; the same file from the
-next case of the workspace is not sent again. The line between them is a proxy that goes
-quiet after a known number of bytes, so the restart falls mid-upload every time.
+server is killed in the middle and started again on the same database and storage: the
+upload resumes from what the server held, the blob is stored once with the right digest and
+downloads identical; the same file from the next case of the workspace is not sent again.
+The line between them is a proxy that goes quiet after a known number of bytes, so the
+restart falls mid-upload every time.
 """
 
 from __future__ import annotations
