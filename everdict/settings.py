@@ -274,6 +274,8 @@ EVERDICT_MAX_ARTIFACT_BYTES = _int(
 EVERDICT_MAX_CASE_ARTIFACT_BYTES = _int(
     "EVERDICT_MAX_CASE_ARTIFACT_BYTES", 50 * 1024 * 1024, minimum=1, maximum=50 * 1024 * 1024
 )
+# How long an upload URL minted by `begin_upload` is good for (each chunk is checked).
+EVERDICT_UPLOAD_URL_TTL_S = _int("EVERDICT_UPLOAD_URL_TTL_S", 900, minimum=1, maximum=86400)
 # Blobs (artifacts, screen frames, files a page asks for): where their bytes are kept, through
 # Django's storage API. EVERDICT_BLOB_STORAGE is a storage class (default: a directory under
 # var/), EVERDICT_BLOB_STORAGE_OPTIONS a JSON object of its options (for django-storages' S3:

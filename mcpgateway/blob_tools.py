@@ -16,9 +16,15 @@ from pydantic import Field
 
 from mcpgateway.auth import current_principal
 from mcpgateway.calls import in_thread
-from runnercli.protocol import MAX_ARTIFACTS_PER_RESULT, MAX_BLOB_CHUNK_BYTES, BlobAck, BlobHoldings
+from runnercli.protocol import (
+    MAX_ARTIFACTS_PER_RESULT,
+    MAX_BLOB_CHUNK_BYTES,
+    BlobAck,
+    BlobHoldings,
+    UploadGrant,
+)
 from runnercli.protocol.results import Sha256
-from scorecards.blobs.services import job_blob_holdings, job_blob_put
+from scorecards.blobs.services import job_blob_holdings, job_blob_put, upload_begin
 
 # The base64 of a whole chunk, padding included.
 MAX_CHUNK_BASE64_CHARS = 4 * -(-MAX_BLOB_CHUNK_BYTES // 3)
@@ -80,4 +86,25 @@ async def put_blob(
     )
 
 
-BLOB_TOOLS: list[Callable[..., Any]] = [have_blobs, put_blob]
+async def begin_upload(
+    job_id: int,
+    lease_epoch: int,
+    sha256: Sha256,
+    size: Annotated[int, Field(ge=0)],
+) -> UploadGrant:
+    """Feature `raw_upload`: an upload URL for a blob of `size` bytes hashing to `sha256`,
+    and where its upload stands (`offset`; `committed` when the workspace holds it). `PUT`
+    the bytes to `url` in `Content-Range` chunks of at most `chunk_bytes`, with this
+    runner's bearer token; `HEAD` it for the offset held after a dropped connection."""
+    runner = current_principal().require_runner("begin_upload")
+    return await in_thread(
+        upload_begin,
+        runner=runner,
+        job_id=job_id,
+        lease_epoch=lease_epoch,
+        sha256=sha256,
+        size=size,
+    )
+
+
+BLOB_TOOLS: list[Callable[..., Any]] = [have_blobs, put_blob, begin_upload]

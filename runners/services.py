@@ -21,6 +21,7 @@ from runnercli.protocol import (
     Limits,
     is_capability,
 )
+from runnercli.protocol.features import SERVER_FEATURES
 from runners import queue, revocations
 from runners.models import PairingMethod, Runner
 from runners.presence import runner_touch
@@ -183,6 +184,7 @@ def runner_hello(
             max_trace_bytes=settings.EVERDICT_MAX_TRACE_BYTES,
         ),
         latest_runner_version=latest_runner_version(),
+        features=list(SERVER_FEATURES),
     )
 
 

@@ -30,6 +30,7 @@ urlpatterns = [
     *verdicts_urls.urlpatterns,
     *review_urls.urlpatterns,
     *cases_urls.urlpatterns,
+    *blobs_urls.urlpatterns,
 ]
 
 api_urlpatterns = [

@@ -187,17 +187,18 @@ def test_the_trace_screens_benchmark_sets_frames_and_events_beside_a_hello(
 
 
 @pytest.mark.timeout(120)
-def test_the_artifacts_benchmark_uploads_beside_a_plain_post(tmp_path: Path) -> None:
+def test_the_artifacts_benchmark_uploads_beside_a_plain_put(tmp_path: Path) -> None:
     result = bench("artifacts", ["--blobs", "2", "--mib", "0.25", "--rounds", "2"], tmp_path)
     (row,) = result["rows"]
     assert row["figure"] == "artifact upload, 2 x 0.25 MiB (median of 2)"
     assert row["value"].endswith(" MiB/s")
-    assert row["baseline"].startswith("plain HTTP POST ")
-    assert row["ratio"].endswith("%")
-    cpu, chunks = result["notes"]
-    assert cpu.startswith("CPU per MiB uploaded: server ")
+    assert row["baseline"].startswith("plain HTTP PUT ")
+    assert row["ratio"].endswith("%") and row["target"] == ">= 80%"
+    inline, cpu, chunks = result["notes"]
+    assert inline.startswith("without raw_upload (put_blob, 1 MiB base64 chunks): ")
+    assert cpu.startswith("CPU per MiB uploaded by PUT: server ")
     # A quarter MiB is one chunk; sent again, the held blobs cost no chunk at all.
-    assert chunks.startswith("1.0 put_blob chunks per blob") and chunks.endswith("0 chunks sent")
+    assert chunks.startswith("1.0 chunks per blob") and chunks.endswith("0 chunks sent")
 
 
 @pytest.mark.docker

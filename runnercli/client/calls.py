@@ -64,6 +64,8 @@ class RunnerClient:
 
     def __init__(self, server: str, token: str, *, max_wait_ms: int = MAX_WAIT_MS, slots: int = 1):
         self.url = mcp_url(server)
+        # The site the MCP endpoint is on: raw uploads go to paths beside it.
+        self.site = self.url.removesuffix("/mcp")
         self._headers = {"Authorization": f"Bearer {token}"}
         self._timeout = httpx2.Timeout(
             CONNECT_TIMEOUT_S, read=max_wait_ms / 1000 + REPLY_MARGIN_S, write=30.0, pool=30.0
@@ -78,6 +80,9 @@ class RunnerClient:
         self.limits = Limits()
         # What this runner can do beyond protocol 2, said in every hello and lease.
         self.features: list[str] = list(RUNNER_FEATURES)
+        # What the server does beyond the calls, as its `hello` said (nothing until then).
+        self.server_features: list[str] = []
+        self._raw: httpx2.AsyncClient | None = None
 
     async def __aenter__(self) -> RunnerClient:
         return self
@@ -86,6 +91,9 @@ class RunnerClient:
         await self.close()
 
     async def close(self) -> None:
+        if self._raw is not None:
+            await self._raw.aclose()
+            self._raw = None
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -105,7 +113,31 @@ class RunnerClient:
             args["paused_reason"] = paused_reason[:100]
         hello = await self.call("hello", args, Hello)
         self.limits = hello.limits
+        self.server_features = list(hello.features)
         return hello
+
+    def offers(self, feature: str) -> bool:
+        """Whether this runner and the server both do `feature` (`raw_upload`)."""
+        return feature in self.features and feature in self.server_features
+
+    async def raw(
+        self, method: str, path: str, *, content: bytes = b"", headers: dict[str, str] | None = None
+    ) -> httpx2.Response:
+        """A plain HTTP request to a path of the site with this runner's token (a raw
+        upload's chunk); ServerUnavailable when it gets no answer."""
+        if self._raw is None:
+            self._raw = httpx2.AsyncClient(
+                base_url=self.site,
+                headers=self._headers,
+                timeout=self._timeout,
+                limits=self._limits,
+            )
+        try:
+            return await self._raw.request(
+                method, path, content=content or None, headers=headers or {}
+            )
+        except httpx2.HTTPError as exc:
+            raise ServerUnavailable(f"{self.site}: {type(exc).__name__} {exc}") from exc
 
     async def lease_job(
         self, *, wait_ms: int, capabilities: list[str], status: str, max_jobs: int | None = None

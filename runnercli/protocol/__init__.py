@@ -66,6 +66,7 @@ from runnercli.protocol.limits import (
     MAX_LOG_TAIL_LINES,
     MAX_OUTPUT_BYTES,
     MAX_PLAIN_CAPABILITY_CHARS,
+    MAX_RAW_CHUNK_BYTES,
     MAX_RELEASE_REASON_CHARS,
     MAX_RESULTS_BYTES_PER_CALL,
     MAX_RESULTS_PER_CALL,
@@ -77,6 +78,7 @@ from runnercli.protocol.limits import (
     MAX_TOOL_VERSION_CHARS,
     MAX_WAIT_MS,
     PROTOCOL_VERSION,
+    RAW_UPLOAD_MIN_BYTES,
     SCREEN_INTERVAL_MS,
 )
 from runnercli.protocol.names import (
@@ -166,6 +168,7 @@ from runnercli.protocol.world import (
     FsRequests,
     JobFence,
     TraceAck,
+    UploadGrant,
     artifact_not_uploaded,
     names_missing_artifact,
 )
@@ -198,6 +201,7 @@ __all__ = [
     "MAX_LOG_TAIL_LINES",
     "MAX_OUTPUT_BYTES",
     "MAX_PLAIN_CAPABILITY_CHARS",
+    "MAX_RAW_CHUNK_BYTES",
     "MAX_RELEASE_REASON_CHARS",
     "MAX_REPO_NAME_CHARS",
     "MAX_RESULTS_BYTES_PER_CALL",
@@ -220,6 +224,7 @@ __all__ = [
     "NOT_UPLOADED",
     "PLACEHOLDER_RE",
     "PROTOCOL_VERSION",
+    "RAW_UPLOAD_MIN_BYTES",
     "REFUSED_ENV_NAMES",
     "REFUSED_ENV_PREFIXES",
     "REPO_CAPABILITY_PREFIX",
@@ -280,6 +285,7 @@ __all__ = [
     "TraceAck",
     "TraceEvent",
     "TraceKind",
+    "UploadGrant",
     "artifact_not_uploaded",
     "check_case_path",
     "check_env",

@@ -67,7 +67,8 @@ JUDGE_FEATURES = ["judge"]
 # (`runnercli.case.<feature>`); `judge`: the pipeline of a judge job; `slots`: a case takes
 # its harness's slots of `--max-concurrent` (`runnercli.slots`); `verify`: the verifier,
 # protected paths and hidden files (`runnercli.case.verify`); `limits`: a case's budgets read
-# from its agent's stream (`runnercli.case.limits`).
+# from its agent's stream (`runnercli.case.limits`); `raw_upload`: large artifacts sent by
+# `PUT` when the server's `hello` offers it too (`runnercli.case.artifacts.upload`).
 RUNNER_FEATURES: tuple[str, ...] = (
     "agent_config",
     "artifacts",
@@ -80,4 +81,9 @@ RUNNER_FEATURES: tuple[str, ...] = (
     "trace",
     "verify",
     "limits",
+    "raw_upload",
 )
+
+# What this server does beyond the protocol's calls, said in its `hello`: `raw_upload`, a
+# blob's bytes sent by plain HTTP `PUT`s beside the MCP call (`begin_upload`).
+SERVER_FEATURES: tuple[str, ...] = ("raw_upload",)

@@ -63,6 +63,8 @@ class Hello(BaseModel):
     limits: Limits = Field(default_factory=Limits)
     # Protocol 3: the newest runner release this server knows of ("" when it names none).
     latest_runner_version: str = ""
+    # Protocol 4: what the server does beyond the calls (`SERVER_FEATURES`).
+    features: list[str] = Field(default_factory=list)
 
 
 class ToolFailure(BaseModel):

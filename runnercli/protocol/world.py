@@ -38,6 +38,20 @@ class BlobAck(Ack):
     stored: int = 0
 
 
+class UploadGrant(Ack):
+    """The reply to `begin_upload` (feature `raw_upload`): where to `PUT` the blob's bytes
+    (`url`, a path on the server, good for `expires_in_s`), in `Content-Range` chunks of at
+    most `chunk_bytes`, from `offset` (what the server holds of it already). `committed`: the
+    workspace holds the blob, nothing to send."""
+
+    url: str = ""
+    offset: int = 0
+    size: int = 0
+    chunk_bytes: int = 0
+    expires_in_s: int = 0
+    committed: bool = False
+
+
 # How `submit_job_result` refuses a result naming a blob the job's workspace does not hold:
 # the runner uploads it and sends the result again.
 NOT_UPLOADED = "was not uploaded"

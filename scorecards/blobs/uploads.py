@@ -228,7 +228,8 @@ class _Chunks(io.RawIOBase):
     def __init__(self, names: list[str], tail: bytes = b"") -> None:
         super().__init__()
         self.names = list(names)
-        self.tail = tail
+        self._tail = memoryview(tail)
+        self._at = 0
         self.digest = hashlib.sha256()
         self.size = 0
         self._open: IO[bytes] | None = None
@@ -258,7 +259,10 @@ class _Chunks(io.RawIOBase):
         while True:
             if self._open is None:
                 if not self.names:
-                    piece, self.tail = self.tail[:size], self.tail[size:]
+                    # Read through a view: slicing the rest off the tail on every read would
+                    # copy what is left each time.
+                    piece = bytes(self._tail[self._at : self._at + size])
+                    self._at += len(piece)
                     return piece
                 self._open = blob_storage().open(self.names.pop(0), "rb")
             piece = self._open.read(size)
@@ -271,6 +275,7 @@ class _Chunks(io.RawIOBase):
         if self._open is not None:
             self._open.close()
             self._open = None
+        self._tail.release()
         super().close()
 
 

@@ -1,10 +1,11 @@
 """Artifacts end to end: daphne and `python -m runnercli` as real processes.
 
-An 8 MiB artifact (8 chunks) goes up while the server is killed in the middle and started
-again on the same database and storage: the upload resumes from what the server held, the
-blob is stored once with the right digest and downloads identical; the same file from the
-next case of the workspace is not sent again. The line between them is a proxy that goes
-quiet after a known number of bytes, so the restart falls mid-upload every time.
+An 8 MiB artifact goes up by raw `PUT`s (feature `raw_upload`: two 4 MiB chunks) while the
+server is killed in the middle and started again on the same database and storage: the
+upload resumes from what the server held, the blob is stored once with the right digest and
+downloads identical; the same file from the next case of the workspace is not sent again.
+The line between them is a proxy that goes quiet after a known number of bytes, so the
+restart falls mid-upload every time.
 """
 
 from __future__ import annotations
@@ -98,9 +99,9 @@ def test_an_8_mib_artifact_survives_a_server_restart_mid_upload_and_is_sent_once
         assert pairing.popen.wait(30) == 0, pairing.output()
         runner = runner_cli(tmp_path, ["run", "--wait-ms", "2000"])
         try:
-            # Past the runner's greeting and polls, about three chunks' base64 goes through;
-            # then the line goes quiet in the middle of the third.
-            proxy.hold_after(4_000_000)
+            # Past the runner's greeting and polls, the first 4 MiB chunk goes through; then
+            # the line goes quiet in the middle of the second.
+            proxy.hold_after(4 * MIB + 2_000_000)
             status, run = rest(
                 first.url,
                 "POST",
@@ -111,9 +112,9 @@ def test_an_8_mib_artifact_survives_a_server_restart_mid_upload_and_is_sent_once
             assert status == 201, run
             wait_for("the line held", lambda: proxy.holding)
             held = wait_for(
-                "two chunks stored",
+                "one chunk stored",
                 lambda: (
-                    BlobUpload.objects.filter(sha256=DIGEST, received__gte=2 * MIB)
+                    BlobUpload.objects.filter(sha256=DIGEST, received__gte=4 * MIB)
                     .values_list("received", flat=True)
                     .first()
                 ),
@@ -123,7 +124,7 @@ def test_an_8_mib_artifact_survives_a_server_restart_mid_upload_and_is_sent_once
             runner.stop(signal.SIGKILL)
             proxy.close()
             raise
-    assert held == 2 * MIB
+    assert held == 4 * MIB
     assert not Blob.objects.exists()
 
     try:
@@ -155,9 +156,9 @@ def test_an_8_mib_artifact_survives_a_server_restart_mid_upload_and_is_sent_once
     assert finished["status"] == "succeeded", (finished, runner.output())
     assert [r["verdict"] for r in finished["results"]] == ["pass", "pass"]
     # Resumed from what the first server held: the restarted one received only the rest,
-    # in the six chunks after it — and nothing for the second case, which found it held.
+    # in the one chunk after it — and nothing for the second case, which found it held.
     assert received == SIZE - held
-    assert chunks == 6
+    assert chunks == 1
     lines = [line["line"] for line in logs]
     assert "artifact out/big.bin: 8388608 bytes, held by the server already" in lines
     # Stored once, with its digest; downloaded identical.

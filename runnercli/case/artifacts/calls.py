@@ -6,7 +6,7 @@ import base64
 from collections.abc import Sequence
 
 from runnercli.client.calls import RunnerClient
-from runnercli.protocol import BlobAck, BlobHoldings, JobFence
+from runnercli.protocol import BlobAck, BlobHoldings, JobFence, UploadGrant
 
 
 async def have_blobs(client: RunnerClient, fence: JobFence, sha256s: Sequence[str]) -> BlobHoldings:
@@ -28,3 +28,11 @@ async def put_blob(
         "final": final,
     }
     return await client.call("put_blob", args, BlobAck)
+
+
+async def begin_upload(
+    client: RunnerClient, fence: JobFence, sha256: str, size: int
+) -> UploadGrant:
+    """Feature `raw_upload`: a URL to `PUT` the blob's bytes to, and the offset held."""
+    args = {"job_id": fence.job_id, "lease_epoch": fence.lease_epoch, "sha256": sha256}
+    return await client.call("begin_upload", {**args, "size": size}, UploadGrant)

@@ -6,6 +6,13 @@ is not sent at all, and a partial upload resumes from the bytes the server holds
 (the server checks the digest of the whole before it keeps anything). A dropped connection or
 a server restart is waited out with backoff, like a result's delivery; then the server is
 asked again where the upload stands, so nothing it holds is sent twice.
+
+When both this runner and the server do `raw_upload`, a blob of `RAW_UPLOAD_MIN_BYTES` or more
+goes as raw bytes instead: `begin_upload` gives a URL and the offset held, and plain HTTP
+`PUT`s carry chunks of up to `MAX_RAW_CHUNK_BYTES` (`Content-Range`), each staged by the
+server before the next; after a dropped connection or a server restart the runner asks again
+(`begin_upload`: a fresh URL and the offset held) and goes on from there. A smaller blob
+stays in `put_blob` calls (one call beats two).
 """
 
 from __future__ import annotations
@@ -16,11 +23,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from runnercli.case.artifacts.calls import have_blobs, put_blob
+from runnercli.case.artifacts.calls import begin_upload, have_blobs, put_blob
 from runnercli.case.artifacts.shelf import Shelf, Source
 from runnercli.client import RunnerClient, RunnerError, ServerUnavailable, ToolCallError
 from runnercli.client.backoff import Backoff
-from runnercli.protocol import BlobHoldings, JobFence, ResultReport
+from runnercli.protocol import (
+    MAX_RAW_CHUNK_BYTES,
+    RAW_UPLOAD_MIN_BYTES,
+    BlobHoldings,
+    JobFence,
+    ResultReport,
+    UploadGrant,
+)
 
 # How long an upload waits for a server it cannot reach before giving up (the result still
 # names the blob: delivering it uploads the blob again when the server says it lacks it).
@@ -79,6 +93,10 @@ async def upload(
     done = Uploaded(sha256)
     waiting = _Waiting(abort, patience_s)
     offset = None if holdings is None else _resume_at(holdings, sha256)
+    if offset is not None and offset < 0:
+        return done
+    if size >= RAW_UPLOAD_MIN_BYTES and client.offers("raw_upload"):
+        return await _upload_raw(client, fence, source, sha256, size, done, waiting)
     resumes = 0
     while True:
         try:
@@ -170,6 +188,72 @@ async def _send_from(
         if final:
             return -1
         offset = ack.stored
+
+
+class _Resume(Exception):
+    """The server stands elsewhere (or the URL expired): ask it again where to go on."""
+
+
+async def _upload_raw(
+    client: RunnerClient,
+    fence: JobFence,
+    source: Source,
+    sha256: str,
+    size: int,
+    done: Uploaded,
+    waiting: _Waiting,
+) -> Uploaded:
+    """The blob as raw bytes: `PUT` chunks to the URL `begin_upload` gives, from the offset
+    the server holds, asking again after a dropped connection."""
+    resumes = 0
+    while True:
+        try:
+            grant = await begin_upload(client, fence, sha256, size)
+            if grant.committed:
+                return done
+            await _put_from(client, grant, source, size, done)
+            return done
+        except ServerUnavailable:
+            if not await waiting.wait():
+                raise
+        except _Resume as exc:
+            resumes += 1
+            if resumes > MAX_RESUMES:
+                raise UploadRefused(f"blob {sha256}: {exc}") from exc
+
+
+async def _put_from(
+    client: RunnerClient, grant: UploadGrant, source: Source, size: int, done: Uploaded
+) -> None:
+    """`PUT` chunks from the grant's offset until the server says the blob is committed."""
+    step = max(1, min(grant.chunk_bytes or MAX_RAW_CHUNK_BYTES, MAX_RAW_CHUNK_BYTES))
+    offset = grant.offset
+    while True:
+        chunk = await asyncio.to_thread(read_chunk, source, offset, step)
+        if not chunk:
+            raise UploadRefused(f"the file ended at {offset} bytes, not {size}: it changed")
+        headers = {
+            "Content-Range": f"bytes {offset}-{offset + len(chunk) - 1}/{size}",
+            "Content-Type": "application/octet-stream",
+        }
+        reply = await client.raw("PUT", grant.url, content=chunk, headers=headers)
+        done.chunks += 1
+        done.sent_bytes += len(chunk)
+        if reply.status_code >= 500:
+            raise ServerUnavailable(f"{client.site}: HTTP {reply.status_code}")
+        try:
+            body = reply.json()
+        except ValueError:
+            body = {}
+        if reply.status_code in (200, 201):
+            if body.get("committed"):
+                return
+            offset = int(body.get("offset", offset + len(chunk)))
+            continue
+        reason = str(body.get("detail") or f"HTTP {reply.status_code}")
+        if reply.status_code in (409, 410):
+            raise _Resume(reason)
+        raise UploadRefused(reason)
 
 
 class _Waiting:

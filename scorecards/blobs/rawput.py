@@ -1,0 +1,206 @@
+"""Raw uploads (feature `raw_upload`): a blob's bytes by plain HTTP `PUT`s beside the MCP call.
+
+`begin_upload` (a runner tool, fenced by the lease) mints a signed, short-lived upload URL
+bound to the runner, the job and its lease epoch, the workspace, the blob's digest and size.
+Each `PUT` to it carries one chunk (`Content-Range: bytes a-b/size`, at most
+`MAX_RAW_CHUNK_BYTES`); it is checked against the URL and the lease again, then taken by the
+same staging as `put_blob` (`uploads.blob_put`): each chunk is staged before the next is
+taken, the last one commits the blob only if the whole hashes to the digest. A `HEAD` says
+where the upload stands, so a runner whose connection dropped (or whose server restarted)
+goes on from there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core import signing
+
+from core.errors import Conflict, Invalid
+from runnercli.protocol import MAX_RAW_CHUNK_BYTES, BlobAck, UploadGrant
+from runners.models import Runner
+from scorecards.blobs.fence import lease_workspace
+from scorecards.blobs.models import Blob, BlobUpload
+from scorecards.blobs.uploads import blob_put, upload_discard
+
+SALT = "everdict.blobs.rawput"
+UPLOAD_PATH = "/uploads/"
+
+
+@dataclass(frozen=True)
+class UploadClaims:
+    """What an upload URL is good for."""
+
+    runner_id: int
+    job_id: int
+    lease_epoch: int
+    workspace_id: int
+    sha256: str
+    size: int
+
+
+class UploadRefusal(Exception):
+    """A `PUT` or `HEAD` refused: `status` is the HTTP status, the message its reason."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def upload_token(claims: UploadClaims, *, signer: signing.TimestampSigner | None = None) -> str:
+    """The signed token naming `claims` (the upload URL's last segment)."""
+    signer = signer or signing.TimestampSigner(salt=SALT)
+    return signer.sign_object(
+        [
+            claims.runner_id,
+            claims.job_id,
+            claims.lease_epoch,
+            claims.workspace_id,
+            claims.sha256,
+            claims.size,
+        ],
+        compress=True,
+    )
+
+
+def upload_claims(token: str) -> UploadClaims:
+    """What a token is good for; refused when it is not one of this server's, or expired."""
+    try:
+        raw: Any = signing.TimestampSigner(salt=SALT).unsign_object(
+            token, max_age=settings.EVERDICT_UPLOAD_URL_TTL_S
+        )
+    except signing.SignatureExpired as exc:
+        raise UploadRefusal(410, f"this upload URL has expired ({exc}): ask for another") from exc
+    except signing.BadSignature as exc:
+        raise UploadRefusal(403, "this is not an upload URL this server issued") from exc
+    runner_id, job_id, lease_epoch, workspace_id, sha256, size = raw
+    return UploadClaims(
+        runner_id=runner_id,
+        job_id=job_id,
+        lease_epoch=lease_epoch,
+        workspace_id=workspace_id,
+        sha256=sha256,
+        size=size,
+    )
+
+
+def held_of(workspace_id: int, sha256: str, size: int) -> tuple[int, bool]:
+    """How many bytes of the blob the workspace holds, and whether it is committed."""
+    blob = Blob.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
+    if blob is not None:
+        return blob.size, True
+    received = (
+        BlobUpload.objects.filter(workspace_id=workspace_id, sha256=sha256)
+        .values_list("received", flat=True)
+        .first()
+    )
+    return min(received or 0, size), False
+
+
+def upload_begin(
+    *, runner: Runner, job_id: int, lease_epoch: int, sha256: str, size: int
+) -> UploadGrant:
+    """`begin_upload`: an upload URL for `size` bytes hashing to `sha256`, for the job's
+    workspace, and where the upload stands (a Conflict when the runner does not hold the
+    job; Invalid when the size is over the server's limit)."""
+    limit = settings.EVERDICT_MAX_ARTIFACT_BYTES
+    if size > limit:
+        raise Invalid(f"blob {sha256} is {size} bytes, over the limit of {limit}")
+    workspace_id, why = lease_workspace(
+        runner=runner, job_id=job_id, lease_epoch=lease_epoch, call="begin_upload"
+    )
+    if workspace_id is None:
+        raise Conflict(why)
+    offset, committed = held_of(workspace_id, sha256, size)
+    claims = UploadClaims(
+        runner_id=runner.pk,
+        job_id=job_id,
+        lease_epoch=lease_epoch,
+        workspace_id=workspace_id,
+        sha256=sha256,
+        size=size,
+    )
+    return UploadGrant(
+        accepted=True,
+        url=f"{UPLOAD_PATH}{upload_token(claims)}",
+        offset=offset,
+        size=size,
+        chunk_bytes=MAX_RAW_CHUNK_BYTES,
+        expires_in_s=settings.EVERDICT_UPLOAD_URL_TTL_S,
+        committed=committed,
+    )
+
+
+def upload_fenced(runner: Runner, claims: UploadClaims) -> int:
+    """The workspace the upload is for, once the runner is the one the URL was issued to and
+    still holds the job at the URL's epoch."""
+    if runner.pk != claims.runner_id:
+        raise UploadRefusal(403, "this upload URL was issued to another runner")
+    workspace_id, why = lease_workspace(
+        runner=runner, job_id=claims.job_id, lease_epoch=claims.lease_epoch, call="upload"
+    )
+    if workspace_id is None:
+        raise UploadRefusal(409, why)
+    if workspace_id != claims.workspace_id:
+        raise UploadRefusal(409, "this upload URL names another workspace than the job's")
+    return workspace_id
+
+
+def upload_state(runner: Runner, claims: UploadClaims) -> tuple[int, bool]:
+    """`HEAD`: where the upload stands (bytes held, committed)."""
+    workspace_id = upload_fenced(runner, claims)
+    return held_of(workspace_id, claims.sha256, claims.size)
+
+
+def content_range(header: str, size: int) -> tuple[int, int]:
+    """The `[first, last]` bytes a `Content-Range: bytes a-b/size` names, checked against the
+    URL's size."""
+    unit, _, spec = header.strip().partition(" ")
+    span, _, total = spec.partition("/")
+    first, _, last = span.partition("-")
+    try:
+        if unit != "bytes":
+            raise ValueError
+        a, b, n = int(first), int(last), int(total)
+    except ValueError as exc:
+        raise UploadRefusal(
+            400, f"Content-Range {header!r} is not 'bytes first-last/size'"
+        ) from exc
+    if n != size:
+        raise UploadRefusal(400, f"Content-Range names {n} bytes; this upload URL is for {size}")
+    if a < 0 or b < a:
+        raise UploadRefusal(400, f"Content-Range {header!r} is not a range of bytes")
+    if b >= size:
+        raise UploadRefusal(416, f"Content-Range {header!r} goes past the blob's {size} bytes")
+    if b - a + 1 > MAX_RAW_CHUNK_BYTES:
+        raise UploadRefusal(413, f"a chunk is at most {MAX_RAW_CHUNK_BYTES} bytes")
+    return a, b
+
+
+def upload_chunk(runner: Runner, claims: UploadClaims, first: int, data: bytes) -> tuple[int, bool]:
+    """Take one chunk at `first`; the bytes held after it and whether the blob is committed.
+    Refused (nothing of the upload kept where the chunk was bad) with the reason."""
+    workspace_id = upload_fenced(runner, claims)
+    held = Blob.objects.filter(workspace_id=workspace_id, sha256=claims.sha256).exists()
+    if held:
+        raise UploadRefusal(
+            409, f"blob {claims.sha256} is committed already: this URL takes no more bytes"
+        )
+    final = first + len(data) == claims.size
+    ack: BlobAck = blob_put(
+        workspace=workspace_id, sha256=claims.sha256, offset=first, data=data, final=final
+    )
+    if not ack.accepted:
+        raise UploadRefusal(422 if "hash to" in ack.reason else 409, ack.reason or "refused")
+    return ack.stored, final
+
+
+def upload_drop(runner: Runner, claims: UploadClaims) -> None:
+    """Remove what the upload staged (a chunk that was not what it said), when the URL is
+    the runner's and its lease holds."""
+    workspace_id = upload_fenced(runner, claims)
+    if not Blob.objects.filter(workspace_id=workspace_id, sha256=claims.sha256).exists():
+        upload_discard(workspace_id, claims.sha256)
