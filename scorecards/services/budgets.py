@@ -46,7 +46,8 @@ def run_budget_spend(run: Run) -> int:
     if run.max_cost_usd is None or run.is_terminal:
         return 0
     spent = run_cost(run)
-    if spent < float(run.max_cost_usd):
+    # Reported costs are floats: a sum a rounding short of the budget has reached it.
+    if spent + 1e-9 < float(run.max_cost_usd):
         return 0
     jobs = queue.jobs_cancel(run_id=run.pk, not_started=True, reason=BUDGET_REASON)
     if not jobs:
