@@ -122,3 +122,34 @@ def test_a_bad_budget_is_a_400_and_nothing_is_stored(alice: Any, laptop: Any, cl
     assert made.status_code == 201, made.content
     assert made.json()["summary"]["max_cost_usd"] == 5.0
     assert Run.objects.get().max_cost_usd == Decimal("5")
+
+
+def test_compare_pairs_no_skipped_case_and_marks_the_tampered(alice: Any, laptop: Any) -> None:
+    from scorecards.replies.compare import CompareReply
+    from scorecards.selectors.compare import run_compare
+
+    baseline = start(alice, laptop)
+    for _ in range(6):
+        (grant,) = queue.job_lease(runner=laptop)
+        settle(laptop, grant, f"hello {grant.job.case_key[1:]}", 0.01)
+    after = start(alice, laptop, max_cost_usd=0.02)
+    for _ in range(2):
+        (grant,) = queue.job_lease(runner=laptop)
+        settle(laptop, grant, f"hello {grant.job.case_key[1:]}", 0.01)
+    # The first case's agent had changed a protected path (as a verifier reports it).
+    after.results.filter(case__key="c0").update(
+        tampered=[{"path": "tests/test_x.py", "change": "modified"}]
+    )
+    assert after.results.filter(verdict=Verdict.SKIPPED).count() == 4
+
+    compared = run_compare(user=alice, a=baseline.pk, b=after.pk)
+    counts = compared.counts
+    # The skipped cases are in no pair: not in both runs, never regressed.
+    assert (counts["regressed"], counts["unchanged"], counts["missing"]) == (0, 2, 4)
+    assert (counts["tampered_a"], counts["tampered_b"]) == (0, 1)
+    assert compared.numbers.significance.pairs == 2
+    reply = CompareReply.of(compared).data()
+    sides = {item["case"]: item["b"] for item in reply["missing"]}
+    assert sides == dict.fromkeys(["c2", "c3", "c4", "c5"])
+    [c0] = [c for c in compared.changes if c.key == "c0"]
+    assert c0.b is not None and c0.b.tampered == 1 and c0.a is not None and c0.a.tampered == 0
