@@ -103,7 +103,8 @@ def test_a_bad_budget_is_a_400_and_nothing_is_stored(alice: Any, laptop: Any, cl
             start(alice, laptop, max_cost_usd=bad)
     headers = {"HTTP_AUTHORIZATION": f"Bearer {api_key_create(user=alice).key}"}
     body = {"harness": "echo", "dataset": "echo", "runtime": f"self:{laptop.pk}"}
-    for bad in ("abc", "0", "-2", "1e9", "NaN", True):
+    sent: tuple[Any, ...] = ("abc", "0", "-2", "1e9", "NaN", True)
+    for bad in sent:
         got = client.post(
             "/api/workspaces/acme/runs",
             {**body, "max_cost_usd": bad},
