@@ -154,3 +154,16 @@ def test_compare_pairs_no_skipped_case_and_marks_the_tampered(alice: Any, laptop
     assert sides == dict.fromkeys(["c2", "c3", "c4", "c5"])
     [c0] = [c for c in compared.changes if c.key == "c0"]
     assert c0.b is not None and c0.b.tampered == 1 and c0.a is not None and c0.a.tampered == 0
+
+
+def test_the_new_run_form_takes_a_budget(alice: Any, laptop: Any, client: Any) -> None:
+    client.force_login(alice)
+    form = {"harness": "echo", "dataset": "echo", "runtime": f"self:{laptop.pk}"}
+    page = client.get("/w/acme/runs/new")
+    assert b'name="max_cost_usd"' in page.content
+    refused = client.post("/w/acme/runs/new", {**form, "concurrency": 1, "max_cost_usd": "-1"})
+    assert refused.status_code == 400 and not Run.objects.exists()
+    made = client.post("/w/acme/runs/new", {**form, "concurrency": 1, "max_cost_usd": "0.25"})
+    run = Run.objects.get()
+    assert made.status_code == 302 and made["Location"] == f"/runs/{run.pk}/"
+    assert run.max_cost_usd == Decimal("0.25")
