@@ -40,7 +40,7 @@ def settle(laptop: Any, grant: Any, text: str, usd: float) -> None:
 
 
 def test_the_cost_that_reaches_the_budget_skips_the_cases_not_started(
-    alice: Any, laptop: Any
+    alice: Any, laptop: Any, client: Any
 ) -> None:
     run = start(alice, laptop, concurrency=2, max_cost_usd=0.03)
     assert run.max_cost_usd == Decimal("0.0300")
@@ -84,6 +84,9 @@ def test_the_cost_that_reaches_the_budget_skips_the_cases_not_started(
         "Ended by its run budget $0.03 reached: $0.06 reported, $0.03 over it — cases "
         "running when it was reached finished.",
     ]
+    client.force_login(alice)
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "Run budget $0.03 — reached: 3 cases not started were skipped" in page
 
 
 def test_a_run_under_its_budget_or_without_one_skips_nothing(alice: Any, laptop: Any) -> None:
@@ -167,3 +170,4 @@ def test_the_new_run_form_takes_a_budget(alice: Any, laptop: Any, client: Any) -
     run = Run.objects.get()
     assert made.status_code == 302 and made["Location"] == f"/runs/{run.pk}/"
     assert run.max_cost_usd == Decimal("0.25")
+    assert b"Run budget $0.25</p>" in client.get(f"/runs/{run.pk}/").content
