@@ -23,6 +23,7 @@ from scorecards.selectors.compare import run_compare
 from scorecards.selectors.results import MAX_RESULTS_PAGE, RESULTS_PAGE, results_page, run_overview
 from scorecards.selectors.runs import run_get, runs_page
 from scorecards.services import (
+    MAX_BUDGET_USD,
     MAX_CONCURRENCY,
     MAX_REPEATS,
     run_cancel,
@@ -82,6 +83,15 @@ async def start_run(
         dict[str, Any] | None,
         Field(description="At most 4 KiB of JSON: git_sha, branch, dirty, ci_url, …"),
     ] = None,
+    max_cost_usd: Annotated[
+        float | None,
+        Field(
+            gt=0,
+            le=float(MAX_BUDGET_USD),
+            description="The run's budget (USD): once its cases and judges reported that much, "
+            "the cases not started are skipped.",
+        ),
+    ] = None,
 ) -> RunReply:
     """Run a harness version over a dataset version on your runner(s)."""
     user = current_principal().require_user("start_run")
@@ -97,6 +107,7 @@ async def start_run(
         harness_version=harness_version,
         dataset_version=dataset_version,
         metadata=metadata,
+        max_cost_usd=max_cost_usd,
     )
 
 

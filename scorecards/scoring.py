@@ -15,7 +15,7 @@ from runnercli.protocol import STREAM_OUTPUTS, HarnessSpec
 from scorecards import verifying
 from scorecards.patterns import PatternRefused, compile_pattern, parse_json
 
-Verdict = Literal["pass", "fail", "error", "judging"]
+Verdict = Literal["pass", "fail", "error", "judging", "skipped"]
 
 # Why a case that did not complete could not be judged.
 _STATUS_REASONS = {

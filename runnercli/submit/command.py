@@ -90,12 +90,18 @@ def _baseline(value: str | None) -> str | None:
     type=click.FloatRange(0, 1),
     help="Fail when the mean pass fraction over cases (an error counts 0) is below this.",
 )
+@click.option(
+    "--max-cost-usd",
+    type=click.FloatRange(0, 100_000, min_open=True),
+    help="The run's budget: once its cases and judges reported this much (USD), the cases not "
+    "started are skipped and submit exits 3.",
+)
 @click.option("--wait", is_flag=True, help="Wait for the run: progress, summary, regressions.")
 @click.option("--here", is_flag=True, help="Run the cases on this machine (implies --wait).")
 @click.option("--metadata", "metadata_pairs", multiple=True, metavar="KEY=VALUE")
 @click.option("--poll-s", type=click.FloatRange(0.2, 60), default=2.0, show_default=True)
 def submit(**given: Any) -> None:
-    """Start a run (CI): exit 0 passed, 1 failed or regressed, 2 error."""
+    """Start a run (CI): exit 0 passed, 1 failed or regressed, 2 error, 3 budget spent."""
     if not given["api_key"].startswith("evk_"):
         raise click.BadParameter("an API key starts with evk_", param_hint="--api-key")
     server = given["server"].rstrip("/")
@@ -127,6 +133,7 @@ def submit(**given: Any) -> None:
         poll_s=given["poll_s"],
         metadata=metadata,
         harness_file=given["harness_file"],
+        max_cost_usd=given["max_cost_usd"],
     )
     sys.exit(asyncio.run(_submit(options)))
 

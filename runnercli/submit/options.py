@@ -11,6 +11,8 @@ from runnercli.client.personal import API_KEY_ENV
 EXIT_PASSED = 0
 EXIT_FAILED = 1
 EXIT_ERROR = 2
+# The run's budget (`--max-cost-usd`) ended it: cases were skipped; nothing else failed.
+EXIT_BUDGET = 3
 
 # What fails the build against a baseline: the compare's overall verdict `worse` (B is worse
 # beyond noise), or any case that regressed.
@@ -21,6 +23,7 @@ FAIL_ON = (SIGNIFICANT_REGRESSION, ANY_REGRESSION)
 __all__ = [
     "ANY_REGRESSION",
     "API_KEY_ENV",
+    "EXIT_BUDGET",
     "EXIT_ERROR",
     "EXIT_FAILED",
     "EXIT_PASSED",
@@ -52,3 +55,5 @@ class Options:
     dataset_version: int | None = None
     # A harness file pushed first (`--harness-file`): the run uses the version it is.
     harness_file: Path | None = None
+    # The run's budget in USD: once reached, the cases not started are skipped.
+    max_cost_usd: float | None = None

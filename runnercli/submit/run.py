@@ -12,6 +12,7 @@ import click
 from runnercli.client.personal import PersonalApi, SubmitError
 from runnercli.submit.options import (
     ANY_REGRESSION,
+    EXIT_BUDGET,
     EXIT_FAILED,
     EXIT_PASSED,
     SIGNIFICANT_REGRESSION,
@@ -78,10 +79,11 @@ class Follow:
 
     def _progress(self, run: dict[str, Any]) -> None:
         s = run["summary"]
-        done = s["pass"] + s["fail"] + s["error"]
+        skipped = s.get("skipped", 0)
+        done = s["pass"] + s["fail"] + s["error"] + skipped
         line = (
             f"{bar(done, s['total'])} {done}/{s['total']} · {s['pass']} pass, {s['fail']} fail, "
-            f"{s['error']} error · {run['status']}"
+            f"{s['error']} error{f', {skipped} skipped' if skipped else ''} · {run['status']}"
         )
         if line != self.shown:
             self.shown = line
@@ -108,6 +110,7 @@ def _summary_line(run: dict[str, Any]) -> str:
     stderr = f" ± {percent(s['stderr'])}" if s.get("stderr") is not None else ""
     # Results whose agent changed protected paths (a server of protocol 4 counts them).
     tampered = f" · {s['tampered']} tampered" if s.get("tampered") else ""
+    tampered += f" · {s['skipped']} skipped" if s.get("skipped") else ""
     return (
         f"Run #{run['id']} {run['status']}: {s['pass']} pass, {s['fail']} fail, {s['error']} "
         f"error · mean pass fraction {percent(s['pass_fraction'])}{stderr} over {s['cases']} "
@@ -170,6 +173,14 @@ async def verdict(api: PersonalApi, options: Options, run: dict[str, Any]) -> in
         code = EXIT_FAILED
     if await _regressed(api, options, run["id"]):
         code = EXIT_FAILED
+    summary = run["summary"]
+    if summary.get("budget_ended"):
+        spent = summary.get("cost_usd", 0.0) + summary.get("judge_cost_usd", 0.0)
+        click.echo(
+            f"✗ the run budget ${summary['max_cost_usd']:.2f} ended the run: "
+            f"{summary['skipped']} cases skipped (${spent:.2f} reported)"
+        )
+        code = EXIT_BUDGET if code == EXIT_PASSED else code
     return code
 
 
@@ -184,6 +195,8 @@ def start_args(options: Options, runtime: str) -> dict[str, Any]:
         "harness_version": options.harness_version,
         "dataset_version": options.dataset_version,
         "metadata": options.metadata or None,
+        # Sent only when set: a server older than run budgets knows no such argument.
+        **({} if options.max_cost_usd is None else {"max_cost_usd": options.max_cost_usd}),
     }
 
 

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from runners.models import AttemptStatus, JobStatus, Runner, RunnerJob
+from runners.models import AttemptStatus, JobKind, JobStatus, Runner, RunnerJob
 from runners.queue.activity import jobs_idle
 from runners.queue.rows import end, end_attempts, lapse, locked_job, requeue, write_all
 from runners.queue.selectors import (
@@ -108,20 +108,25 @@ def jobs_of_revoked_runner_end(*, job_id: int) -> Ended | None:
     return Ended(jobs=_end_open(pinned, "runner revoked"))
 
 
-def jobs_cancel(*, run_id: int) -> list[RunnerJob]:
-    """Cancel the run's open jobs. A leased job's holder learns it on its next heartbeat."""
+def jobs_cancel(
+    *, run_id: int, not_started: bool = False, reason: str = "canceled"
+) -> list[RunnerJob]:
+    """Cancel the run's open jobs. A leased job's holder learns it on its next heartbeat.
+    With `not_started`, only its cases no runner holds (pending or queued; judges and leased
+    cases go on)."""
     now = timezone.now()
-    jobs = list(
-        RunnerJob.objects.select_for_update(of=("self",)).filter(
-            run_id=run_id, status__in=OPEN_JOB_STATUSES
-        )
+    chosen = RunnerJob.objects.select_for_update(of=("self",)).filter(
+        run_id=run_id, status__in=OPEN_JOB_STATUSES
     )
+    if not_started:
+        chosen = chosen.filter(
+            kind=JobKind.CASE, status__in=(JobStatus.PENDING, JobStatus.QUEUED)
+        ).order_by("pk")
+    jobs = list(chosen)
     # Any attempt still executing ends with its job, whatever state the job was in.
-    end_attempts([j.current_attempt_id for j in jobs], AttemptStatus.CANCELED, "canceled", now)
+    end_attempts([j.current_attempt_id for j in jobs], AttemptStatus.CANCELED, reason, now)
     # leased_by and the epoch stay, so the holder's heartbeat is answered `cancel: true`.
-    write_all(
-        jobs, status=JobStatus.CANCELED, finished_at=now, leased_until=None, reason="canceled"
-    )
+    write_all(jobs, status=JobStatus.CANCELED, finished_at=now, leased_until=None, reason=reason)
     return jobs
 
 

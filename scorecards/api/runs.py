@@ -22,8 +22,10 @@ from scorecards.selectors.compare import run_compare
 from scorecards.selectors.results import run_overview
 from scorecards.selectors.runs import run_get, run_logs, runs_of
 from scorecards.services import (
+    MAX_BUDGET_USD,
     MAX_CONCURRENCY,
     MAX_REPEATS,
+    MIN_BUDGET_USD,
     RERUN_CHOICES,
     run_cancel,
     run_rerun,
@@ -46,6 +48,16 @@ class RunCreateSerializer(StrictSerializer):
     metadata = serializers.DictField(
         required=False,
         help_text='At most 4 KiB of JSON, e.g. {"git_sha": "…", "branch": "main", "ci_url": "…"}.',
+    )
+    max_cost_usd = serializers.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        min_value=MIN_BUDGET_USD,
+        max_value=MAX_BUDGET_USD,
+        required=False,
+        allow_null=True,
+        help_text="The run's budget (USD): once its cases and judges reported that much, the "
+        "cases not started are skipped.",
     )
 
 

@@ -48,6 +48,9 @@ class CaseSide(Reply):
     settled: int
     pass_fraction: float
     verdicts: list[str] = Field(description="Verdict per repeat, in repeat order.")
+    tampered: int = Field(
+        default=0, description="Its results whose agent changed a protected path."
+    )
 
     @classmethod
     def of(cls, side: Side | None) -> CaseSide | None:
@@ -59,6 +62,7 @@ class CaseSide(Reply):
             settled=side.settled,
             pass_fraction=round(side.fraction, 4),
             verdicts=side.verdicts,
+            tampered=side.tampered,
         )
 
 

@@ -47,6 +47,14 @@ class RunSummary(Reply):
     stderr: float | None = Field(description="Standard error of `pass_fraction` over cases.")
     flaky: int = Field(description="Cases that both passed and did not, across repeats.")
     skipped: int = Field(default=0, description="Results never run (budget spent): left out.")
+    max_cost_usd: float | None = Field(
+        default=None, description="The run's budget: the cost its cases and judges may report."
+    )
+    budget_ended: bool = Field(
+        default=False,
+        description="The budget was reached and the cases not started were skipped; the cases "
+        "running then finished, so the cost may pass the budget.",
+    )
     pass_rate_ci: Estimate | None = Field(
         default=None,
         description="The pass rate with its 95 % interval: Wilson when every case settled once, "

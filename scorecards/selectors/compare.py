@@ -52,6 +52,8 @@ class Side:
     runners: set[str] = field(default_factory=set)
     # Where and with what the first repeat ran (compare names what differs between runs).
     fingerprint: dict[str, Any] = field(default_factory=dict)
+    # Its results whose agent changed a protected path (protocol 4's verifier).
+    tampered: int = 0
 
     @cached_property
     def passes(self) -> int:
@@ -136,9 +138,11 @@ class Comparison:
 
     @property
     def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(ORDER, 0)
+        counts = dict.fromkeys((*ORDER, "tampered_a", "tampered_b"), 0)
         for change in self.changes:
             counts[change.change] += 1
+            counts["tampered_a"] += change.a is not None and change.a.tampered > 0
+            counts["tampered_b"] += change.b is not None and change.b.tampered > 0
         return counts
 
 
@@ -155,8 +159,10 @@ def _sides(run: Run) -> dict[str, Side]:
     fingerprint (a JSON document) for one repeat a case: a compare of 10,000 cases with 5
     repeats decodes 10,000 documents, not 100,000."""
     sides: dict[str, Side] = {}
+    # A skipped result never ran (the run's budget was spent first): in no pair.
     rows = (
         CaseResult.objects.filter(run=run)
+        .exclude(verdict=Verdict.SKIPPED)
         .order_by("repeat")
         .values_list(
             "case__key",
@@ -165,12 +171,14 @@ def _sides(run: Run) -> dict[str, Side]:
             KT("provenance__ran_on"),
             KT("provenance__runner"),
             KT("provenance__by"),
+            KT("tampered__0"),
         )
     )
-    for key, verdict, score, ran_on, runner, by in rows:
+    for key, verdict, score, ran_on, runner, by, tampered in rows:
         side = sides.setdefault(key, Side())
         side.verdicts.append(verdict)
         side.scores.append(score)
+        side.tampered += tampered is not None
         if ran_on == "self-hosted":
             side.runners.add(f"{runner or ''} by {by or ''}")
     first = CaseResult.objects.filter(run=run, repeat=0)

@@ -16,7 +16,7 @@ from core.fields import query_int
 from scorecards.models import CaseResult, Dispatched, Run, RunEvent, Verdict
 from scorecards.selectors.cursors import cursor_decode
 from scorecards.selectors.hosts import ByHost, run_by_host
-from scorecards.selectors.summary import run_summary, waiting_summary
+from scorecards.selectors.summary import budget_figures, run_summary, waiting_summary
 
 RESULTS_PAGE = 100
 MAX_RESULTS_PAGE = 1000
@@ -134,7 +134,7 @@ def _started(run: Run, dispatched: Dispatched) -> RunOverview:
     """Every job waiting, no result yet, the start's events: the same fields as `run_overview`."""
     return RunOverview(
         run=run,
-        summary=waiting_summary(dispatched.jobs),
+        summary={**waiting_summary(dispatched.jobs), **budget_figures(run, 0)},
         events=dispatched.events[-RUN_REPLY_EVENTS:],
         results=[],
         last=None,

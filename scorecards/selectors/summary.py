@@ -189,6 +189,12 @@ def _stamp(run: Run, totals: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
+def budget_figures(run: Run, skipped: int) -> dict[str, Any]:
+    """The run's budget, and whether reaching it ended the run (cases skipped for it)."""
+    limit = None if run.max_cost_usd is None else float(run.max_cost_usd)
+    return {"max_cost_usd": limit, "budget_ended": limit is not None and skipped > 0}
+
+
 def run_summary(run: Run) -> dict[str, Any]:
     counts = queue.run_job_counts(run.pk)
     totals = _totals(run)
@@ -207,6 +213,7 @@ def run_summary(run: Run) -> dict[str, Any]:
         "mean_score": round(totals["mean"], 4) if totals["mean"] is not None else None,
         **pass_fraction_stats(run),
         "skipped": totals["skipped"],
+        **budget_figures(run, totals["skipped"]),
         **{name: figure.model_dump(mode="json") for name, figure in intervals.items()},
         "cost_usd": round(totals["cost"] or 0.0, 6),
         "tampered": totals["tampered"],
@@ -233,6 +240,8 @@ def waiting_summary(jobs: int) -> dict[str, Any]:
         "cases": 0,
         "flaky": 0,
         "skipped": 0,
+        "max_cost_usd": None,
+        "budget_ended": False,
         **_intervals_before(),
         "cost_usd": 0.0,
         "tampered": 0,

@@ -14,9 +14,11 @@ from scorecards.services.results import (
     results_submit,
 )
 from scorecards.services.runs import (
+    MAX_BUDGET_USD,
     MAX_CONCURRENCY,
     MAX_METADATA_BYTES,
     MAX_REPEATS,
+    MIN_BUDGET_USD,
     run_cancel,
     run_start,
     runtime_resolve,
@@ -34,9 +36,11 @@ from scorecards.services.sweeps import (
 from scorecards.services.workspaces import member_add, workspace_create, workspace_update
 
 __all__ = [
+    "MAX_BUDGET_USD",
     "MAX_CONCURRENCY",
     "MAX_METADATA_BYTES",
     "MAX_REPEATS",
+    "MIN_BUDGET_USD",
     "RERUN_CHOICES",
     "SCHEDULER_STEPS",
     "DatasetFile",

@@ -32,6 +32,7 @@ from scorecards.models import CaseResult as CaseResultRow
 from scorecards.scoring import Grade
 from scorecards.selectors.results import last_result_seq
 from scorecards.selectors.summary import run_summary
+from scorecards.services.budgets import budget_text, run_budget_spend
 from scorecards.services.events import event
 from scorecards.services.grades import settled_fields
 from scorecards.services.grading import Graded, grade_reports, shadow_of
@@ -138,6 +139,8 @@ def results_submit(*, runner: Runner, reports: Sequence[ResultReport]) -> list[A
             ]
             lifecycle.stored_keep(run=runs[run_id], stored=stored)
         for run_id in sorted(accepted.keys() | laned):
+            # A cost recorded may spend the run's budget: its cases not started are skipped.
+            run_budget_spend(runs[run_id])
             run_advance(runs[run_id])
     acks = iter(s.ack() for s in settled)
     return [
@@ -276,9 +279,24 @@ def run_complete(run: Run, now: datetime) -> None:
     run.finished_at = now
     Run.objects.filter(pk=run.pk).update(status=run.status, finished_at=now)
     summary = run_summary(run)
+    skipped = f", {summary['skipped']} skipped" if summary["skipped"] else ""
     event(
         run,
         f"Run {run.status}: {summary['pass']} pass, {summary['fail']} fail, "
-        f"{summary['error']} error.",
+        f"{summary['error']} error{skipped}.",
         EventLevel.ERROR if errors else EventLevel.INFO,
     )
+    if summary["budget_ended"]:
+        spent = summary["cost_usd"] + summary.get("judge_cost_usd", 0.0)
+        over = spent - float(run.max_cost_usd or 0)
+        event(
+            run,
+            f"Ended by its {budget_text(run.max_cost_usd or 0)}: "
+            + (
+                f"${spent:.2f} reported, ${over:.2f} over it — cases running when it was "
+                "reached finished."
+                if over > 1e-9
+                else f"${spent:.2f} reported."
+            ),
+            EventLevel.WARNING,
+        )

@@ -8,6 +8,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -51,6 +52,9 @@ RUNTIME_RE = re.compile(r"^self:(any|[0-9]{1,18})$")
 MAX_CONCURRENCY = 256
 MAX_REPEATS = 20
 MAX_METADATA_BYTES = 4096
+# A run's own budget (`max_cost_usd`), in USD.
+MIN_BUDGET_USD = Decimal("0.0001")
+MAX_BUDGET_USD = Decimal("100000")
 GIT_SHA_RE = re.compile(r"[0-9a-fA-F]{7,40}")
 OFFLINE_HINT = "start it with `python -m runnercli run`"
 CANCELED_WHILE_JUDGING = Grade(verdict="error", score=0.0, detail="canceled while judging")
@@ -165,18 +169,21 @@ def run_start(
     case_keys: Sequence[str] | None = None,
     parent: Run | None = None,
     rerun_of: str = "",
+    max_cost_usd: Decimal | float | None = None,
 ) -> Run:
     """Start a scorecard run on the submitter's runner(s): one queued job per case and repeat
     (only the cases named by `case_keys`, when given: a rerun of `parent`).
 
     A self-hosted run spends the member's own login: it counts against the workspace's
-    run quota but never draws its USD/token budget.
+    run quota but never draws its USD/token budget. `max_cost_usd` is the run's own budget:
+    once its cases and judges reported that much, the cases not started are skipped.
     """
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise Invalid({"concurrency": [f"Must be between 1 and {MAX_CONCURRENCY}."]})
     if not 1 <= repeats <= MAX_REPEATS:
         raise Invalid({"repeats": [f"Must be between 1 and {MAX_REPEATS}."]})
     _check_metadata(metadata)
+    budget = _budget(max_cost_usd)
     with transaction.atomic():
         # The workspace row serializes run creation, so the quota holds under races: it is
         # locked with the membership that lets the submitter start a run.
@@ -212,6 +219,7 @@ def run_start(
             metadata=metadata or {},
             parent=parent,
             rerun_of=rerun_of,
+            max_cost_usd=budget,
             submitted_by=user,
             created_at=now,
         )
@@ -220,7 +228,8 @@ def run_start(
             (
                 EventLevel.INFO,
                 f"Dispatched {_jobs_text(count, repeats)} of {hv} over {dv} "
-                f"to {_target_name(target)}.",
+                f"to {_target_name(target)}"
+                + ("." if budget is None else f", within a run budget of ${budget:.2f}."),
             )
         ]
         offline = [r for r in target.candidates if not r.is_online]
@@ -233,6 +242,21 @@ def run_start(
         else:
             run.dispatched = Dispatched(jobs=count, events=events)
     return run
+
+
+def _budget(value: Decimal | float | None) -> Decimal | None:
+    """The run's budget as stored (cents' hundredths), or Invalid saying the bounds."""
+    if value is None:
+        return None
+    try:
+        amount = Decimal(str(value))
+    except ArithmeticError:
+        amount = Decimal("NaN")
+    if not amount.is_finite() or not MIN_BUDGET_USD <= amount <= MAX_BUDGET_USD:
+        raise Invalid(
+            {"max_cost_usd": [f"A number of USD from {MIN_BUDGET_USD} to {MAX_BUDGET_USD}."]}
+        )
+    return amount.quantize(Decimal("0.0001"))
 
 
 def _check_metadata(metadata: Any) -> None:

@@ -17,7 +17,14 @@ from scorecards.models import Role
 from scorecards.selectors.catalog import VersionHistory, dataset_histories, harness_histories
 from scorecards.selectors.runs import runtime_choices
 from scorecards.selectors.workspaces import membership_for
-from scorecards.services import MAX_CONCURRENCY, MAX_METADATA_BYTES, MAX_REPEATS, run_start
+from scorecards.services import (
+    MAX_BUDGET_USD,
+    MAX_CONCURRENCY,
+    MAX_METADATA_BYTES,
+    MAX_REPEATS,
+    MIN_BUDGET_USD,
+    run_start,
+)
 from scorecards.views.common import add_errors, page
 
 
@@ -28,6 +35,13 @@ class RunForm(forms.Form):
     concurrency = forms.IntegerField(min_value=1, max_value=MAX_CONCURRENCY, initial=1)
     repeats = forms.IntegerField(min_value=1, max_value=MAX_REPEATS, initial=1, required=False)
     metadata = forms.CharField(required=False, max_length=MAX_METADATA_BYTES * 2)
+    max_cost_usd = forms.DecimalField(
+        required=False,
+        min_value=MIN_BUDGET_USD,
+        max_value=MAX_BUDGET_USD,
+        max_digits=12,
+        decimal_places=4,
+    )
 
     def clean_metadata(self) -> dict[str, Any] | None:
         text = self.cleaned_data.get("metadata", "").strip()
@@ -113,6 +127,8 @@ def _render_run_form(
             "repeats": data.get("repeats") or 1,
             "max_repeats": MAX_REPEATS,
             "metadata": data.get("metadata", ""),
+            "max_cost_usd": data.get("max_cost_usd", ""),
+            "max_budget_usd": MAX_BUDGET_USD,
             "form": form,
         },
         status=status,
@@ -141,6 +157,7 @@ def run_new(request: HttpRequest, slug: str) -> HttpResponse:
                 concurrency=form.cleaned_data["concurrency"],
                 repeats=form.cleaned_data["repeats"] or 1,
                 metadata=form.cleaned_data["metadata"],
+                max_cost_usd=form.cleaned_data["max_cost_usd"],
             )
         except ServiceError as exc:
             add_errors(form, exc)

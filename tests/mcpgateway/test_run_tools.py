@@ -71,10 +71,13 @@ def test_start_compare_rerun_and_cancel_over_mcp(gateway: Any, alice: Any, key: 
                 "runtime": f"self:{laptop.pk}",
                 "repeats": 2,
                 "metadata": {"git_sha": "f00d"},
+                "max_cost_usd": 0.5,
             },
         )
     )
     assert started["repeats"] == 2 and started["summary"]["total"] == 4
+    assert started["summary"]["max_cost_usd"] == 0.5
+    assert not started["summary"]["budget_ended"]
     assert started["metadata"] == {"git_sha": "f00d"}
     canceled = structured(call(gateway.url, key, "cancel_run", {"run_id": started["id"]}))
     assert canceled["status"] == "canceled"

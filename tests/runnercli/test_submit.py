@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from runners.models import Runner
 from runners.services import runner_pair
 from scorecards.models import Case, DatasetVersion, HarnessVersion, Run, RunStatus
 from scorecards.services import harness_create
-from tests.live import ROOT, LiveServer, daphne, runner_cli, sealed_host
+from tests.live import ROOT, LiveServer, daphne, runner_cli, scheduler, sealed_host
 from tests.suites import ECHO_SPEC, suite
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -239,3 +240,67 @@ def test_here_runs_the_cases_on_this_machine_and_leaves_no_runner_paired(
     }
     assert not Runner.objects.filter(owner=alice, revoked_at__isnull=True).exists()
     assert f"revoked runner {ephemeral.pk}" in done.stderr
+
+
+# Claude Code's stream, as a tiny script prints it: the final result carries the case's text
+# and what it cost (no braces: `{…}` in a command is a placeholder).
+COSTING_SPEC: dict[str, Any] = {
+    "command": [
+        "python",
+        "-c",
+        "import json, sys; print(json.dumps(dict(type='system', subtype='init', "
+        "session_id='s'))); print(json.dumps(dict(type='result', subtype='success', "
+        "is_error=False, result=sys.argv[1], total_cost_usd=0.01, num_turns=1)))",
+        "{input.text}",
+    ],
+    "timeout_s": 30,
+    "output": "claude-stream-json",
+    "grader": {"type": "exact"},
+}
+
+
+def test_a_run_budget_runs_what_it_pays_for_and_skips_the_rest(
+    alice: Any, workspace: Any, tmp_path: Path
+) -> None:
+    suite(alice, cases=20, spec=COSTING_SPEC, name="costly")
+    key = api_key_create(user=alice).key
+    paired = runner_pair(owner=alice, label="ci-box", capabilities=["python"])
+    with daphne(tmp_path) as server, scheduler(tmp_path):
+        runner = runner_cli(
+            tmp_path,
+            ["run", "--server", server.url, "--token", paired.token, "--max-concurrent", "1"],
+        )
+        try:
+            # The run needs a runner that told what it can run (its features, on connecting).
+            deadline = time.monotonic() + 30
+            while not Runner.objects.get(pk=paired.runner.pk).features:
+                assert time.monotonic() < deadline, "the runner never connected"
+                time.sleep(0.2)
+            done = submit(
+                server,
+                key,
+                "--harness",
+                "costly",
+                "--dataset",
+                "costly",
+                "--wait",
+                "--max-cost-usd",
+                "0.05",
+            )
+        finally:
+            runner.stop()
+
+    assert done.returncode == 3, done.stdout + done.stderr
+    run = Run.objects.get()
+    assert run.max_cost_usd is not None and float(run.max_cost_usd) == 0.05
+    assert run.results.filter(verdict="pass").count() == 5
+    skipped = run.results.filter(verdict="skipped")
+    assert skipped.count() == 15
+    assert set(skipped.values_list("reason", flat=True)) == {"run budget $0.05 reached"}
+    assert f"Run #{run.pk} succeeded: 5 pass, 0 fail, 0 error" in done.stdout
+    assert "· 15 skipped" in done.stdout
+    assert "✗ the run budget $0.05 ended the run: 15 cases skipped ($0.05 reported)" in done.stdout
+    assert "20/20" in done.stderr and "15 skipped" in done.stderr
+    assert run.events.filter(
+        message="Run budget $0.05 reached ($0.05 reported): 15 cases not started skipped."
+    ).exists()

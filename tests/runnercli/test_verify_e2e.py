@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import pytest
 from django.test import Client
 
 from accounts.services import api_key_create
+from runners.models import JobAttempt
 from scorecards.models import CaseResult
 from scorecards.services import dataset_create, harness_create
 from tests.live import daphne, scheduler
@@ -159,6 +161,90 @@ def test_the_verifier_decides_tampering_fails_and_hidden_tests_stay_hidden(
     table = b"".join(csv_reply.streaming_content)
     assert "tests/test_calc.py (modified)" in table.decode()
 
+    assert snapshot(checkout) == before
+    assert git(checkout, "status", "--porcelain") == ""
+    assert worktree_paths(checkout) == []
+    assert case_dirs(tmp_path) == []
+
+
+# The agent counts its runs; the verifier counts its own and, the first time, says it is
+# running and waits (ending when its runner is gone: it is orphaned, its parent changes).
+COUNTED_AGENT = """
+import os, sys
+with open(sys.argv[1], "a") as f:
+    f.write(f"{os.getpid()}\\n")
+print("done")
+"""
+HELD_VERIFIER = """
+import os, sys, time
+count, inside = sys.argv[1], sys.argv[2]
+runs = open(count).read().split() if os.path.exists(count) else []
+with open(count, "a") as f:
+    f.write(f"{os.getpid()}\\n")
+if not runs:
+    parent = os.getppid()
+    open(inside, "w").close()
+    given_up = time.monotonic() + 60
+    while os.getppid() == parent and time.monotonic() < given_up:
+        time.sleep(0.05)
+    sys.exit(1)
+"""
+
+
+def test_a_runner_killed_during_the_verifier_runs_the_case_whole_on_the_next_attempt(
+    api: Api, alice: Any, tmp_path: Path
+) -> None:
+    checkout = tmp_path / "member" / "calc"
+    make_project(checkout)
+    before = snapshot(checkout)
+    agent, verifier = tmp_path / "agent.py", tmp_path / "verifier.py"
+    agent.write_text(COUNTED_AGENT)
+    verifier.write_text(HELD_VERIFIER)
+    agents, verifies, inside = (tmp_path / n for n in ("agent.count", "verify.count", "inside"))
+    harness_create(
+        user=alice,
+        workspace_slug="acme",
+        name="held",
+        spec={
+            "command": [sys.executable, str(agent), str(agents)],
+            "timeout_s": 60,
+            "capabilities": ["python"],
+            "repo": {"name": NAME, "ref": "head"},
+            "verify": {
+                "command": [sys.executable, str(verifier), str(verifies), str(inside)],
+                "timeout_s": 60,
+                "output": "exit_code",
+            },
+            "grader": {"type": "verify"},
+        },
+    )
+    dataset_create(user=alice, workspace_slug="acme", name="one", cases=[{"key": "only"}])
+    runner_id = map_and_pair(api, tmp_path, checkout)
+    runner = start_runner(tmp_path, "laptop")
+    body = {"harness": "held", "dataset": "one", "runtime": f"self:{runner_id}"}
+    run_id = int(api.ok("POST", "/api/workspaces/acme/runs", body)["id"])
+    deadline = time.monotonic() + 60
+    while not inside.exists():
+        assert time.monotonic() < deadline, runner.output()
+        time.sleep(0.05)
+    runner.stop(signal.SIGKILL)
+    # Its lease lapses; the next runner of the machine takes the case again, whole.
+    again = start_runner(tmp_path, "laptop")
+    try:
+        run = api.wait_run(run_id, timeout=90)
+    finally:
+        assert again.stop(signal.SIGTERM) == 0, again.output()
+
+    assert run["status"] == "succeeded", (run, again.output())
+    assert (run["results"][0]["verdict"], run["results"][0]["score"]) == ("pass", 1.0)
+    assert len(agents.read_text().split()) == 2  # the agent ran again, not just the verifier
+    assert len(verifies.read_text().split()) == 2
+    statuses = list(
+        JobAttempt.objects.filter(job__run_id=run_id)
+        .order_by("epoch")
+        .values_list("status", flat=True)
+    )
+    assert len(statuses) == 2 and statuses[-1] == "succeeded", statuses
     assert snapshot(checkout) == before
     assert git(checkout, "status", "--porcelain") == ""
     assert worktree_paths(checkout) == []
