@@ -40,7 +40,9 @@ def _blob_storage_for_the_session(settings: Any) -> None:
 
 # What a test asks for when it touches the database; one that asks for none of them runs the
 # same on every engine, so `make test` runs it in the SQLite pass only (marked `once`), unless
-# it starts processes of its own on the test run's database (marked `engine`).
+# it starts processes of its own on the test run's database (marked `engine`). A browser test
+# runs once too: what chromium shows of a page does not depend on the engine, and the services
+# and pages behind it are tested on both (their own tests, and the pages through the client).
 _DATABASE_FIXTURES = frozenset({"db", "transactional_db", "live_server"})
 
 
@@ -49,7 +51,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("engine") or item.get_closest_marker("django_db"):
             continue
-        if _DATABASE_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())):
+        if item.get_closest_marker("browser") or _DATABASE_FIXTURES.isdisjoint(
+            getattr(item, "fixturenames", ())
+        ):
             item.add_marker(pytest.mark.once)
 
 
