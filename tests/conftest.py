@@ -76,6 +76,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _fresh_cache() -> None:
+    # What a test caches is its own: a rolled-back test's run may share its id (and its
+    # figures) with the next test's, so a cached figure of one must not answer the other.
+    from django.core.cache import caches
+    from django.core.cache.backends.locmem import LocMemCache
+
+    if isinstance(caches["default"], LocMemCache):
+        caches["default"].clear()  # this process's own memory, never a shared server's
+
+
+@pytest.fixture(autouse=True)
 def _fast_password_hashing(settings: Any) -> None:
     # Fixture users are created per test; the production hasher is slow by design.
     settings.PASSWORD_HASHERS = FAST_HASHERS
