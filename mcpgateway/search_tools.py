@@ -23,7 +23,9 @@ def _search(user: User, **kwargs: Any) -> SearchReply:
 
 
 async def search_runs(
-    query: Annotated[str, Field(description=f"Literal text, at most {MAX_QUERY_CHARS} characters.")],
+    query: Annotated[
+        str, Field(description=f"Literal text, at most {MAX_QUERY_CHARS} characters.")
+    ],
     run_id: Annotated[
         int | None, Field(ge=1, le=2**63 - 1, description="One run; else `workspace`'s runs.")
     ] = None,

@@ -11,7 +11,9 @@ from scorecards.search.selectors import Found, Hit, Match
 
 class HitReply(Reply):
     field: str = Field(description="output, reason, error, stderr_tail or trace.")
-    snippet: str = Field(description="HTML: the text around the match, escaped, the match in <mark>.")
+    snippet: str = Field(
+        description="HTML: the text around the match, escaped, the match in <mark>."
+    )
     seq: int | None = Field(default=None, description="A trace event's seq.")
     kind: str = Field(default="", description="A trace event's kind.")
     path: str = Field(default="", description="Where in the trace event's data the match is.")

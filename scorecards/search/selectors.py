@@ -10,7 +10,6 @@ tables, falls back to a scan bounded to the newest `SCAN_RESULTS` results, and s
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -101,7 +100,7 @@ def _fts_ready() -> bool:
         cursor.execute(
             "SELECT name FROM sqlite_master WHERE name LIKE 'search\\_%\\_fts%' ESCAPE '\\'"
         )
-        return FTS_OBJECTS <= {row[0] for row in cursor.fetchall()}
+        return {row[0] for row in cursor.fetchall()} >= FTS_OBJECTS
 
 
 def _fts_phrase(needles: list[str]) -> str:
@@ -143,8 +142,10 @@ def _events(query: str, method: str) -> QuerySet[TraceEvent]:
 
 
 def _scope(workspace: Workspace, run: Run | None, method: str) -> QuerySet[CaseResult]:
-    results = CaseResult.objects.filter(run=run) if run else CaseResult.objects.filter(
-        run__workspace=workspace
+    results = (
+        CaseResult.objects.filter(run=run)
+        if run
+        else CaseResult.objects.filter(run__workspace=workspace)
     )
     if method == SCAN:
         newest = results.order_by("-run_id", "-seq").values_list("pk", flat=True)[:SCAN_RESULTS]
@@ -169,8 +170,7 @@ def _hits(matches: list[Match], query: str, method: str) -> None:
         match = by_attempt[attempt_id]
         if sum(h.field == "trace" for h in match.hits) >= EVENTS_PER_RESULT:
             continue
-        found = event_snippet(data, pattern)
-        path, text = found or ("", snippet(json.dumps(data), pattern) or "")
+        path, text = event_snippet(data, pattern) or ("", snippet(json.dumps(data), pattern) or "")
         match.hits.append(Hit(field="trace", snippet=text, seq=seq, kind=kind, path=path))
 
 
@@ -187,7 +187,9 @@ def search_results(
     trace holds `query`, literally and ignoring case, newest run first, then case order;
     outsiders get NotFound, a bad query Invalid."""
     run = run_get(user=user, run_id=run_id) if run_id is not None else None
-    workspace = run.workspace if run else membership_for(user=user, slug=workspace_slug or "").workspace
+    workspace = (
+        run.workspace if run else membership_for(user=user, slug=workspace_slug or "").workspace
+    )
     query = search_query(query)
     method = _method(query)
     results = _scope(workspace, run, method)

@@ -14,7 +14,9 @@ from scorecards.search.selectors import MAX_QUERY_CHARS, PAGE, search_results
 from scorecards.views.common import error_text, page
 
 
-def _page(request: HttpRequest, *, run_id: int | None = None, slug: str | None = None) -> HttpResponse:
+def _page(
+    request: HttpRequest, *, run_id: int | None = None, slug: str | None = None
+) -> HttpResponse:
     query = request.GET.get("q", "")
     context: dict[str, object] = {"q": query, "max_chars": MAX_QUERY_CHARS, "run_id": run_id}
     status = 200
@@ -33,7 +35,6 @@ def _page(request: HttpRequest, *, run_id: int | None = None, slug: str | None =
             context["workspace"] = found.workspace
     except Invalid as exc:
         context["error"], status = error_text(exc), 400
-    context["slug"] = slug or (context["reply"].workspace if "reply" in context else "")
     return render(request, "search/results.html", context, status=status)
 
 

@@ -76,9 +76,11 @@ def test_search_finds_one_trace_event_among_10000_cases_for_members_only(
     assert short["method"] == "scan" and "shorter than 3 characters" in short["note"]
     assert [m["case"] for m in short["matches"]] == ["c9998"]
     # Pages: every case's trace holds "case"; two a page.
-    first = member.get(f"/api/runs/{run.pk}/search", {"q": "about case", "limit": 2}).json()
+    first = member.get(f"/api/runs/{run.pk}/search", {"q": "about case", "limit": "2"}).json()
     assert [m["case"] for m in first["matches"]] == ["c0", "c1"] and first["next_page"] == 2
-    second = member.get(f"/api/runs/{run.pk}/search", {"q": "about case", "limit": 2, "page": 2})
+    second = member.get(
+        f"/api/runs/{run.pk}/search", {"q": "about case", "limit": "2", "page": "2"}
+    )
     assert [m["case"] for m in second.json()["matches"]] == ["c2", "c3"]
 
     # Bad input: a clear 400 naming the bound, never a 500.
@@ -98,7 +100,7 @@ def test_search_finds_one_trace_event_among_10000_cases_for_members_only(
     browser = Client()
     browser.force_login(bob)
     assert 'id="run-search-form"' in browser.get(f"/runs/{run.pk}/").content.decode()
-    page = browser.get(f"/w/acme/search?q=rm+-rf+build").content.decode()
+    page = browser.get("/w/acme/search?q=rm+-rf+build").content.decode()
     assert "<mark>RM -RF build</mark>/ &lt;script&gt;" in page and f"c{NEEDLE_CASE}" in page
     assert browser.get(f"/runs/{run.pk}/search", {"q": "y" * 600}).status_code == 400
     charlie_browser = Client()
