@@ -279,6 +279,7 @@ def test_the_compare_benchmark_compares_two_runs_beside_a_get(tmp_path: Path) ->
     assert "(paired permutation, 100 pairs)" in result["stdout"]
 
 
+@pytest.mark.once
 @pytest.mark.timeout(120)
 def test_the_search_benchmark_searches_traces_beside_a_get_and_prices_the_index(
     tmp_path: Path,
