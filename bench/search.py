@@ -142,6 +142,7 @@ def main() -> None:
                 met=value <= TARGET_MS,
             )
         attempt_id = run.results.values_list("attempt_id", flat=True).first()
+        assert attempt_id is not None
         with_us, without_us = storage_cost(attempt_id, args.inserted)
         summary.add(
             benchmark="search",
