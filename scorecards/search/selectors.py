@@ -55,6 +55,10 @@ def search_query(text: str | None) -> str:
         raise Invalid({"q": [f"At most {MAX_QUERY_CHARS} characters ({len(text)} given)."]})
     if "\x00" in text:
         raise Invalid({"q": ["A NUL character cannot be searched for."]})
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, as JSON can spell one
+        raise Invalid({"q": ["The text is not valid Unicode."]}) from None
     return text
 
 
