@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.postgres.operations import TrigramExtension
 from django.db import migrations
 
 RESULT_COLUMNS = ("output", "reason", "error", "stderr_tail")
 
 POSTGRES = [
+    # What `django.contrib.postgres`'s TrigramExtension runs; that operation's reverse asks
+    # SQLite for `pg_extension`, so the statement is run here, on PostgreSQL only.
+    "CREATE EXTENSION IF NOT EXISTS pg_trgm",
     "CREATE INDEX search_traceevent_data_trgm ON scorecards_traceevent"
     " USING gin ((data::text) gin_trgm_ops)",
     *(
@@ -96,8 +98,5 @@ class Migration(migrations.Migration):
         ("traces", "0001_initial"),
     ]
 
-    operations = [
-        # CREATE EXTENSION IF NOT EXISTS pg_trgm; nothing on other databases.
-        TrigramExtension(),
-        migrations.RunPython(forwards, backwards),
-    ]
+    # The extension stays when this is reversed: other indexes may use it.
+    operations = [migrations.RunPython(forwards, backwards)]
