@@ -197,10 +197,15 @@ def search_results(
     query = search_query(query)
     method = _method(query)
     results = _scope(workspace, run, method)
-    settled_attempts = results.filter(attempt__isnull=False).values("attempt_id")
-    traced = _events(query, method).filter(attempt_id__in=settled_attempts).values("attempt_id")
+    traced = _events(query, method)
+    if method == SCAN:
+        # Bounded: only the events of the scope's settled attempts are read. Through the
+        # index, the few matching events are found first and the results they settled
+        # checked against the scope after.
+        traced = traced.filter(attempt_id__in=results.values("attempt_id"))
+    traced_attempts = traced.values("attempt_id")
     found = (
-        results.filter(_text_match(query, method) | Q(attempt_id__in=traced))
+        results.filter(_text_match(query, method) | Q(attempt_id__in=traced_attempts))
         .select_related("case", "run")
         .order_by("-run_id", "case__position", "repeat")
     )
