@@ -178,6 +178,16 @@ def _hits(matches: list[Match], query: str, method: str) -> None:
         match.hits.append(Hit(field="trace", snippet=text, seq=seq, kind=kind, path=path))
 
 
+def search_scope(
+    *, user: User, run_id: int | None = None, workspace_slug: str | None = None
+) -> tuple[Workspace, Run | None]:
+    """The workspace searched, and the run when one is: NotFound for anyone not a member."""
+    if run_id is not None:
+        run = run_get(user=user, run_id=run_id)
+        return run.workspace, run
+    return membership_for(user=user, slug=workspace_slug or "").workspace, None
+
+
 def search_results(
     *,
     user: User,
@@ -190,10 +200,7 @@ def search_results(
     """The results of the run (or the workspace's runs) the user may see whose text or settled
     trace holds `query`, literally and ignoring case, newest run first, then case order;
     outsiders get NotFound, a bad query Invalid."""
-    run = run_get(user=user, run_id=run_id) if run_id is not None else None
-    workspace = (
-        run.workspace if run else membership_for(user=user, slug=workspace_slug or "").workspace
-    )
+    workspace, run = search_scope(user=user, run_id=run_id, workspace_slug=workspace_slug)
     query = search_query(query)
     method = _method(query)
     results = _scope(workspace, run, method)

@@ -10,7 +10,7 @@ from accounts.authentication import signed_in
 from core.errors import Invalid
 from core.fields import query_int
 from scorecards.search.replies import SearchReply
-from scorecards.search.selectors import MAX_QUERY_CHARS, PAGE, search_results
+from scorecards.search.selectors import MAX_QUERY_CHARS, PAGE, search_results, search_scope
 from scorecards.views.common import error_text, page
 
 
@@ -20,6 +20,10 @@ def _page(
     query = request.GET.get("q", "")
     context: dict[str, object] = {"q": query, "max_chars": MAX_QUERY_CHARS, "run_id": run_id}
     status = 200
+    # An outsider finds no page, with or without a query.
+    context["workspace"], _ = search_scope(
+        user=signed_in(request), run_id=run_id, workspace_slug=slug
+    )
     try:
         number = query_int("page", request.GET.get("page"), default=1, lowest=1, highest=10_000)
         if query:
@@ -32,7 +36,6 @@ def _page(
                 limit=PAGE,
             )
             context["reply"] = SearchReply.of(found)
-            context["workspace"] = found.workspace
     except Invalid as exc:
         context["error"], status = error_text(exc), 400
     return render(request, "search/results.html", context, status=status)

@@ -106,4 +106,5 @@ def test_search_finds_one_trace_event_among_10000_cases_for_members_only(
     charlie_browser = Client()
     charlie_browser.force_login(charlie)
     assert charlie_browser.get("/w/acme/search?q=rm+-rf").status_code == 404
+    assert charlie_browser.get(f"/runs/{run.pk}/search").status_code == 404
     assert connection.vendor in ("sqlite", "postgresql")
