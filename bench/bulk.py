@@ -39,6 +39,7 @@ def seeded_run(
     verdict: Callable[[int, int], str] = _verdict_all_pass,
     output: Callable[[int, int], str] = lambda case, repeat: f"answer {case}",
     status: str = RunStatus.SUCCEEDED,
+    attempts: bool = False,
 ) -> Run:
     """A finished run of `cases` cases, `repeats` times each, every job succeeded and every result
     settled in case order (seq 1…n); the harness is created through the service, the rest in
@@ -84,8 +85,25 @@ def seeded_run(
     )
     RunnerJob.objects.filter(run=run).update(status=JobStatus.SUCCEEDED, finished_at=now)
     ids = dict(Case.objects.filter(dataset=dataset).values_list("position", "pk"))
-    results_add(run, ids, repeats=repeats, verdict=verdict, output=output)
+    attempt_of = attempts_add(run) if attempts else None
+    results_add(run, ids, repeats=repeats, verdict=verdict, output=output, attempt_of=attempt_of)
     return run
+
+
+def attempts_add(run: Run) -> dict[tuple[int, int], int]:
+    """One settled attempt for every job of the run, in bulk: (case position, repeat) → its id."""
+    from runners.models import AttemptStatus, JobAttempt
+
+    now = timezone.now()
+    jobs = RunnerJob.objects.filter(run=run).values_list("pk", flat=True)
+    pending = (
+        JobAttempt(job_id=pk, epoch=1, status=AttemptStatus.SUCCEEDED, ended_at=now)
+        for pk in jobs.iterator()
+    )
+    while batch := list(islice(pending, BATCH)):
+        JobAttempt.objects.bulk_create(batch)
+    rows = JobAttempt.objects.filter(job__run=run).values_list("job__case_key", "job__repeat", "pk")
+    return {(int(key[1:]), repeat): pk for key, repeat, pk in rows}
 
 
 def results_add(
@@ -96,6 +114,7 @@ def results_add(
     verdict: Callable[[int, int], str],
     output: Callable[[int, int], str],
     first_seq: int = 1,
+    attempt_of: dict[tuple[int, int], int] | None = None,
 ) -> None:
     """Settled results for these cases (position → id), in bulk, numbered from `first_seq`."""
     provenance = {"ran_on": "self-hosted", "runner": "1/bulk", "by": run.submitted_by.username}
@@ -110,6 +129,7 @@ def results_add(
                     case_id=case_id,
                     repeat=r,
                     seq=seq,
+                    attempt_id=attempt_of[(position, r)] if attempt_of else None,
                     verdict=judged,
                     score=1.0 if judged == "pass" else 0.0,
                     status="completed",
@@ -124,3 +144,34 @@ def results_add(
     pending = rows()
     while batch := list(islice(pending, BATCH)):
         CaseResult.objects.bulk_create(batch)
+
+
+def traces_add(run: Run, *, events: int, data: Callable[[int, int], dict[str, Any]]) -> int:
+    """`events` trace events (`data(case, n)`) for the settled attempt of each result of a run
+    seeded with `attempts=True`, in bulk; the number written."""
+    from scorecards.traces.models import TraceEvent
+
+    results = CaseResult.objects.filter(run=run, attempt__isnull=False).values_list(
+        "attempt_id", "case__position"
+    )
+    ts = 1_700_000_000_000
+
+    def rows() -> Any:
+        for attempt_id, position in results.iterator(chunk_size=BATCH):
+            for n in range(events):
+                body = data(position, n)
+                yield TraceEvent(
+                    attempt_id=attempt_id,
+                    seq=n,
+                    ts=ts + n,
+                    kind=str(body.get("kind", "message")),
+                    data=body,
+                    size=len(str(body)),
+                )
+
+    pending = rows()
+    written = 0
+    while batch := list(islice(pending, BATCH)):
+        TraceEvent.objects.bulk_create(batch)
+        written += len(batch)
+    return written

@@ -128,7 +128,8 @@ def scratch_database(args: argparse.Namespace) -> Iterator[Scratch]:
 def migrations_digest() -> str:
     """A digest of every migration file: a migrated template is reused while it matches."""
     sha = hashlib.sha256()
-    for path in sorted(ROOT.glob("*/migrations/*.py")):
+    # The apps' and the feature apps' (`scorecards/<feature>/migrations`) alike.
+    for path in sorted([*ROOT.glob("*/migrations/*.py"), *ROOT.glob("*/*/migrations/*.py")]):
         sha.update(str(path.relative_to(ROOT)).encode())
         sha.update(path.read_bytes())
     return sha.hexdigest()[:12]

@@ -33,6 +33,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "grading": ([], ["--results", "10", "--calls", "50", "--regrade-results", "200"]),
     "run_page": ([], ["--sizes", "100,2000", "--repeat", "3"]),
     "compare_runs": ([], ["--cases", "2000", "--repeat", "2"]),
+    "search": ([], ["--cases", "2000", "--events", "20", "--repeat", "3"]),
     "runner_overhead": ([], ["--cases", "100"]),
     "request_latency": ([], ["--requests", "60", "--warmup", "10"]),
     "trace_screens": ([], ["--seconds", "15", "--phase-seconds", "5", "--events", "2000"]),

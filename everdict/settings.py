@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "scorecards.judging",
     "scorecards.verdicts",
     "scorecards.review",
+    "scorecards.search",
     "scorecards.cases",
     "mcpgateway",
 ]

@@ -24,6 +24,7 @@ from mcpgateway.fs_tools import FS_PERSONAL_TOOLS, FS_RUNNER_TOOLS
 from mcpgateway.personal_tools import PERSONAL_TOOLS
 from mcpgateway.run_tools import RUN_TOOLS
 from mcpgateway.runner_tools import RUNNER_TOOLS
+from mcpgateway.search_tools import SEARCH_TOOLS
 from mcpgateway.trace_tools import TRACE_TOOLS
 from mcpgateway.verdict_tools import VERDICT_TOOLS
 
@@ -44,7 +45,8 @@ Personal tools (a personal API key, evk_…): pair_runner, list_runners, revoke_
 list_api_keys, approve_device_pairing; start_run, get_run, list_results, list_runs,
 compare_runs, rerun, cancel_run; regrade_run, set_verdict, withdraw_verdict (score stored
 outputs again; a person's verdict on a case); get_case, get_artifact (a case whole, and the files it
-left); get_case_trace (what the agent did, step by step); push_catalog (harness and dataset
+left); get_case_trace (what the agent did, step by step); search_runs (a literal text in a run's or
+a workspace's outputs, reasons and traces); push_catalog (harness and dataset
 files pushed as one change: a new version only where the content changed)."""
 
 
@@ -83,6 +85,7 @@ def build_server() -> MCPServer:
                 *ARTIFACT_TOOLS,
                 *FS_PERSONAL_TOOLS,
                 *CASE_TRACE_TOOLS,
+                *SEARCH_TOOLS,
                 *CATALOG_TOOLS,
             ]
         ],

@@ -12,6 +12,7 @@ from scorecards.cases import urls as cases_urls
 from scorecards.consumers import RunConsumer
 from scorecards.files import urls as files_urls
 from scorecards.review import urls as review_urls
+from scorecards.search import urls as search_urls
 from scorecards.traces import urls as traces_urls
 from scorecards.verdicts import urls as verdicts_urls
 
@@ -29,6 +30,7 @@ urlpatterns = [
     path("runs/<int:run_id>/rerun", views.run_rerun_view, name="run-rerun"),
     *verdicts_urls.urlpatterns,
     *review_urls.urlpatterns,
+    *search_urls.urlpatterns,
     *cases_urls.urlpatterns,
     *blobs_urls.urlpatterns,
 ]
@@ -64,6 +66,7 @@ api_urlpatterns = [
     ),
     *verdicts_urls.api_urlpatterns,
     *review_urls.api_urlpatterns,
+    *search_urls.api_urlpatterns,
     *blobs_urls.api_urlpatterns,
     *files_urls.api_urlpatterns,
     *cases_urls.api_urlpatterns,

@@ -278,3 +278,20 @@ def test_the_compare_benchmark_compares_two_runs_beside_a_get(tmp_path: Path) ->
     ]
     assert all("GET /api/runs/<id>" in row["baseline"] for row in result["rows"])
     assert "(paired permutation, 100 pairs)" in result["stdout"]
+
+
+@pytest.mark.once
+@pytest.mark.timeout(120)
+def test_the_search_benchmark_searches_traces_beside_a_get_and_prices_the_index(
+    tmp_path: Path,
+) -> None:
+    args = ["--cases", "50", "--events", "4", "--repeat", "1", "--inserted", "200"]
+    result = bench("search", args, tmp_path)
+    figures = [row["figure"] for row in result["rows"]]
+    assert figures == [
+        "GET run search, 50 cases x 4 trace events, p50",
+        "GET workspace search, the same, p50",
+        "storing trace events with the search index, 200 in bulk",
+    ]
+    assert "sudo <mark>rm -rf /srv/cache</mark>" in result["stdout"]
+    assert result["rows"][2]["baseline"].startswith("without the index ")

@@ -1,6 +1,7 @@
 """The trace and screen tools over real HTTP, as any MCP client calls them: a batch sent twice
 stores its events once, the frame's base64 is bounded before it is decoded, what is not a
-whole image is a tool error, a stale lease is refused; and `get_case_trace` for agents."""
+whole image is a tool error, a stale lease is refused; and `get_case_trace` and `search_runs`
+for agents."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from bulk import seeded_run, traces_add
 
 from accounts.services import api_key_create
 from scorecards.traces.models import ScreenFrame, TraceEvent
@@ -101,3 +103,24 @@ def test_an_agent_reads_the_trace_with_get_case_trace(gateway: Any, leased: dict
     assert refused.is_error
     unknown = call(url, leased["key"], "get_case_trace", {"run_id": run_id, "key": "c0", "x": 1})
     assert unknown.is_error
+
+
+def test_an_agent_searches_settled_traces_with_search_runs(
+    gateway: Any, alice: Any, charlie: Any, workspace: Any
+) -> None:
+    run = seeded_run(alice, cases=3, attempts=True)
+    boom = {"kind": "tool_result", "output": "Traceback …\nTypeError: boom <here>"}
+    traces_add(run, events=2, data=lambda c, n: boom if (c, n) == (1, 1) else {"text": "fine"})
+    key = api_key_create(user=alice).key
+    args = {"query": "typeerror: BOOM", "run_id": run.pk}
+    reply = structured(call(gateway.url, key, "search_runs", args))
+    assert [m["case"] for m in reply["matches"]] == ["c1"] and reply["method"] == "index"
+    assert reply["matches"][0]["hits"][0]["snippet"] == (
+        "Traceback …\n<mark>TypeError: boom</mark> &lt;here&gt;"
+    )
+    wide = structured(call(gateway.url, key, "search_runs", {"query": "boom", "workspace": "acme"}))
+    assert [m["case"] for m in wide["matches"]] == ["c1"]
+    stranger = api_key_create(user=charlie).key
+    assert call(gateway.url, stranger, "search_runs", args).is_error
+    too_long = call(gateway.url, key, "search_runs", {**args, "query": "x" * 10_000})
+    assert too_long.is_error and "At most 500 characters" in error_text(too_long)
