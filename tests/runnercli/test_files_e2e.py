@@ -224,7 +224,8 @@ def test_a_stale_lease_is_refused_and_no_answer_is_a_504(
     alice: Any, workspace: Any, tmp_path: Path, blob_dir: Path
 ) -> None:
     key = _setup(alice, tmp_path, [sys.executable, "-c", "print('done')"], name="quick")
-    with daphne(tmp_path, EVERDICT_FS_ANSWER_TIMEOUT_S="1") as server:
+    # Long enough for the request below to be polled and answered on a loaded machine.
+    with daphne(tmp_path, EVERDICT_FS_ANSWER_TIMEOUT_S="4") as server:
         paired, run = _pair_and_start(server, tmp_path, key, "quick")
         token, files = paired["token"], f"/api/runs/{run['id']}/files"
         status, _, body = fetch(server.url, files, key, key="dir/c0")
@@ -235,8 +236,8 @@ def test_a_stale_lease_is_refused_and_no_answer_is_a_504(
         # Nobody polls: the page hears the runner did not answer.
         started = time.monotonic()
         status, _, body = fetch(server.url, files, key, key="dir/c0", path="notes.txt")
-        assert status == 504 and b"did not answer within 1 s" in body
-        assert 0.9 < time.monotonic() - started < 10
+        assert status == 504 and b"did not answer within 4 s" in body
+        assert 3.9 < time.monotonic() - started < 15
         assert not CaseFsRequest.objects.exists()
 
         # A request waits for the poll of the lease it was asked under, and no other.
