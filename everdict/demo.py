@@ -313,7 +313,6 @@ def main(argv: list[str] | None = None) -> int:
 def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console: Any) -> int:
     from django.core.management import call_command
 
-    from scorecards.services import run_start
 
     server = f"http://{HOST}:{args.port}"
     _check_port_free(args.port)
@@ -357,18 +356,18 @@ def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console
         runner_env,
     )
     _wait_for_hello(runner_log, log_start, children)
-    run = run_start(
-        user=user,
-        workspace_slug=WORKSPACE,
+    run = _watched_run(
+        user,
+        runner,
+        server,
+        children,
+        args,
+        console,
         harness=HARNESS,
         dataset=DATASET,
-        runtime=f"self:{runner.pk}",
         concurrency=CONCURRENCY,
+        says=f" to runner #{runner.pk}: follow it live at ",
     )
-    url = f"{server}/runs/{run.pk}/"
-    console.print(f"Dispatched run #{run.pk} to runner #{runner.pk}: follow it live at {url}")
-    run = _wait_for_run(run.pk, children, args.timeout, console.print)
-    print_summary(run, url, console)
     if not run.is_terminal:
         console.print(f"The run has not finished within {args.timeout:.0f}s; it goes on.")
     _judged_run(user, runner, server, children, args, console)
@@ -380,71 +379,97 @@ def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console
         time.sleep(0.5)
 
 
-def _judged_run(
-    user: User, runner: Any, server: str, children: Children, args: Any, console: Any
-) -> None:
-    """The same questions graded by the demo's judge: verdicts with reasons and judged_by."""
+def _watched_run(
+    user: User,
+    runner: Any,
+    server: str,
+    children: Children,
+    args: Any,
+    console: Any,
+    *,
+    harness: str,
+    dataset: str,
+    says: str,
+    **options: Any,
+) -> Any:
+    """A run of `harness` over `dataset` on the demo's runner, said (`says` ends in its page's
+    address), waited for and summarised."""
     from scorecards.services import run_start
 
     run = run_start(
         user=user,
         workspace_slug=WORKSPACE,
-        harness=JUDGED_HARNESS,
-        dataset=DATASET,
+        harness=harness,
+        dataset=dataset,
         runtime=f"self:{runner.pk}",
-        concurrency=CONCURRENCY,
+        **options,
     )
     url = f"{server}/runs/{run.pk}/"
-    console.print(f"Dispatched run #{run.pk}, graded by a judge on this machine: {url}")
+    console.print(f"Dispatched run #{run.pk}{says}{url}")
     run = _wait_for_run(run.pk, children, args.timeout, console.print)
     print_summary(run, url, console)
+    return run
+
+
+def _judged_run(
+    user: User, runner: Any, server: str, children: Children, args: Any, console: Any
+) -> None:
+    """The same questions graded by the demo's judge: verdicts with reasons and judged_by."""
+    _watched_run(
+        user,
+        runner,
+        server,
+        children,
+        args,
+        console,
+        harness=JUDGED_HARNESS,
+        dataset=DATASET,
+        concurrency=CONCURRENCY,
+        says=", graded by a judge on this machine: ",
+    )
 
 
 def _verified_run(
     user: User, runner: Any, server: str, children: Children, args: Any, console: Any
 ) -> None:
     """The verified harness: the fix passes, the edited test is tampered and fails."""
-    from scorecards.services import run_start
-
     if not has_pytest():
         console.print(f"No pytest here: the {VERIFY_HARNESS} harness's verifier needs it.")
         return
-    run = run_start(
-        user=user,
-        workspace_slug=WORKSPACE,
+    _watched_run(
+        user,
+        runner,
+        server,
+        children,
+        args,
+        console,
         harness=VERIFY_HARNESS,
         dataset=VERIFY_DATASET,
-        runtime=f"self:{runner.pk}",
+        says=", its agent's change verified by pytest: ",
     )
-    url = f"{server}/runs/{run.pk}/"
-    console.print(f"Dispatched run #{run.pk}, its agent's change verified by pytest: {url}")
-    run = _wait_for_run(run.pk, children, args.timeout, console.print)
-    print_summary(run, url, console)
 
 
 def _browser_run(
     user: User, runner: Any, server: str, children: Children, args: Any, console: Any
 ) -> None:
     """A run of the browser harness, watched live on its page, when chromium is here."""
-    from scorecards.services import run_start
-
     if not has_chromium():
         console.print(
             f"No chromium here: the {BROWSER_HARNESS} harness (a browser the run page watches) "
             "needs chromium and the playwright package; `apt-get install chromium` to see it."
         )
         return
-    run = run_start(
-        user=user,
-        workspace_slug=WORKSPACE,
+    _watched_run(
+        user,
+        runner,
+        server,
+        children,
+        args,
+        console,
         harness=BROWSER_HARNESS,
         dataset=BROWSER_DATASET,
-        runtime=f"self:{runner.pk}",
+        says=" of chromium driven headless: watch it at ",
     )
-    url = f"{server}/runs/{run.pk}/"
-    console.print(f"Dispatched run #{run.pk} of chromium driven headless: watch it at {url}")
-    run = _wait_for_run(run.pk, children, args.timeout, console.print)
-    print_summary(run, url, console)
 
 
 if __name__ == "__main__":
