@@ -313,7 +313,6 @@ def main(argv: list[str] | None = None) -> int:
 def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console: Any) -> int:
     from django.core.management import call_command
 
-
     server = f"http://{HOST}:{args.port}"
     _check_port_free(args.port)
     console.print("Preparing the database…")
