@@ -382,6 +382,57 @@ def test_a_budget_stops_the_agent_within_one_event_and_the_verifier_still_runs(
     assert outcomes(result)["failed"] == [] and result.tampered == []
 
 
+# A harness of its own kind: no stream, its use in `usage` events appended to its trace
+# file, each written twice under one id (as a retried write would), 2,000 tokens a call.
+TRACE_WRITER = """
+import json, os, time
+from pathlib import Path
+Path("calc.py").write_text(Path("calc.py").read_text().replace("a - b", "a + b"))
+with open(os.environ["EVERDICT_TRACE_FILE"], "a") as trace:
+    for n in range(1, 101):
+        for _ in range(2):
+            data = {"id": f"call-{n}", "input_tokens": 1500, "output_tokens": 500}
+            trace.write(json.dumps({"kind": "usage", "name": "model", "data": data}) + "\\n")
+            trace.flush()
+        with open(PRINTED, "a") as printed:
+            printed.write(f"{n}\\n")
+        time.sleep(0.15)
+"""
+
+
+def test_a_trace_files_usage_events_count_toward_the_limits(project: Path) -> None:
+    printed = project.parent / "printed"
+    built = job(f"PRINTED = {str(printed)!r}\n{TRACE_WRITER}", limits={"max_tokens": 30000})
+    repo = Repo(Worktrees(), {NAME: str(project)}, max_diff_bytes=lambda: 1 << 20)
+    verify = Verify(repo)
+    stages: list[Stage] = [
+        Prepare(),
+        repo,
+        verify,
+        Limits(),
+        Execute(term_grace_s=0.2),
+        verify.reap(),
+        Collect(),
+    ]
+    notes: list[str] = []
+    case = CaseContext(held(built), notes=[notes.append])
+    asyncio.run(Pipeline(stages).run(case))
+    result = case.result
+    assert case.ending is None and result is not None, (case.ending, notes)
+    assert result.status == "completed"
+    assert result.stopped is not None and result.stopped.model_dump() == {
+        "by": "limit",
+        "limit": "max_tokens",
+        "used": {"tokens": 32000, "turns": 16},
+        "limits": {"max_tokens": 30000},
+    }
+    assert "stopped at 32,000 of 30,000 tokens after 16 turns" in notes
+    # Stopped within a look at the file of the call that passed the limit.
+    calls = len(printed.read_text().split())
+    assert 16 <= calls <= 17, calls
+    assert outcomes(result)["failed"] == [] and result.tampered == []
+
+
 def test_submits_summary_counts_tampered_results() -> None:
     from runnercli.submit.run import _summary_line
 
