@@ -321,6 +321,40 @@ def test_the_index_copy_spares_reading_unchanged_files_but_not_a_backdated_edit(
     assert target.read_text() == TESTS
 
 
+@pytest.mark.parametrize("racy", [False, True], ids=["settled", "same-moment"])
+def test_what_the_agent_configures_in_the_checkout_hides_no_change(
+    tmp_path: Path, racy: bool
+) -> None:
+    repo = tmp_path / "r"
+    start = make_project(repo)
+    if not racy:
+        time.sleep(1.1)  # past git's racy window
+    index = snapshot_index(repo)
+    # A clean filter that gives git the original test whatever the file holds, a monitor
+    # that says nothing changed, and stat data git is told not to trust.
+    original = tmp_path / "original.py"
+    original.write_text(TESTS)
+    monitor = tmp_path / "monitor.sh"
+    monitor.write_text("#!/bin/sh\nprintf 'token\\0'\n")
+    monitor.chmod(0o755)
+    for key, value in {
+        "filter.hide.clean": f"cat {original}",
+        "filter.hide.required": "true",
+        "core.fsmonitor": str(monitor),
+        "core.ignoreStat": "true",
+        "core.trustctime": "false",
+        "core.checkStat": "minimal",
+    }.items():
+        git(repo, "config", key, value)
+    write(repo, {".gitattributes": "tests/** filter=hide\n"})
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "attributes").write_text("* filter=hide\n")
+    (repo / "tests/test_calc.py").write_text("")  # emptied, as a racy entry would read
+    changes = check_and_restore(repo, start, PROTECT, index)
+    assert [(c.path, c.change) for c in changes] == [("tests/test_calc.py", "modified")]
+    assert (repo / "tests/test_calc.py").read_text() == TESTS
+
+
 # Claude's stream: each assistant message comes as two lines (two content blocks) with the
 # same id and usage, 2,000 tokens a message; it would go on for 100 messages.
 STREAMER = """
