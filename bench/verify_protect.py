@@ -4,7 +4,7 @@ restore, on a repo of 10,000 files, beside `git status` on the same repo in the 
 The repo: 10,000 small files in 100 directories, every one of them protected (`**`, the worst
 case: every file hashed with git's filters off), one commit. Each round a file is modified,
 one added, one deleted and one's mode changed; the check finds those four and restores them,
-reading the stat data of the index copy taken before the agent (as the runner does).
+git naming the candidates against the index copy taken before the agent (as the runner does).
 Baseline: `git status --porcelain` on the same repo with the same changes (git's own stat
 cache helping it). Target: within 2x of `git status`.
 

@@ -184,6 +184,11 @@ class CaseRunResult(Reply):
         default=None,
         description="The protected paths the agent changed (null: no path was protected).",
     )
+    protected_diff: str = Field(
+        default="",
+        description="The agent's diff of the protected paths it changed (from repo.diff), "
+        "apart from the rest; '' when it changed none.",
+    )
     stopped: dict[str, Any] | None = Field(
         default=None, description="What stopped the agent before it ended on its own."
     )
@@ -199,6 +204,7 @@ class CaseRunResult(Reply):
         expected: Any,
         artifacts: list[ArtifactItem] | None = None,
         history: list[Any] | None = None,
+        protected_diff: str = "",
     ) -> CaseRunResult:
         return cls(
             seq=row.seq,
@@ -226,6 +232,7 @@ class CaseRunResult(Reply):
             verify=row.verify,
             tests=TestRow.of(row.verify),
             tampered=row.tampered,
+            protected_diff=protected_diff,
             stopped=row.stopped,
             phases=row.phases,
         )
@@ -252,6 +259,7 @@ class CaseRepeat(Reply):
                     expected,
                     ArtifactItem.list_of(row, detail.run, detail.case.key),
                     detail.history.get(row.pk),
+                    detail.protected.get(row.pk, ""),
                 )
                 if row is not None
                 else None

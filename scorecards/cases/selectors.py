@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from core.errors import NotFound
 from runnercli.protocol import HarnessSpec
 from runners.models import JobAttempt, JobLogLine, RunnerJob
+from scorecards.blobs.diffs import protected_diff
 from scorecards.links import key_may_exist
 from scorecards.models import Case, CaseResult, Run, VerdictEntry
 from scorecards.selectors.runs import LogRow, run_get
@@ -32,6 +33,8 @@ class CaseDetail:
     attempts: dict[int, list[JobAttempt]]  # by job id, in epoch order
     logs: list[LogRow]  # the first CASE_LOG_LINES, and one more when there are more
     history: dict[int, list[VerdictEntry]] = field(default_factory=dict)  # by result id
+    # The agent's diff of the protected paths it changed, by result id (tampered ones only).
+    protected: dict[int, str] = field(default_factory=dict)
 
     @property
     def repeats(self) -> list[int]:
@@ -96,6 +99,11 @@ def case_detail(*, user: User, run_id: int, key: str) -> CaseDetail:
         attempts=_attempts(job_ids),
         logs=_logs(run, key, job_ids),
         history=verdict_history([r.pk for r in results.values()]),
+        protected={
+            r.pk: protected_diff(r.artifacts.all(), r.tampered)
+            for r in results.values()
+            if r.tampered
+        },
     )
 
 

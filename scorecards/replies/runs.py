@@ -18,6 +18,9 @@ from scorecards.selectors.cursors import cursor_encode
 from scorecards.selectors.results import RunOverview
 from scorecards.selectors.runs import LogRow
 
+# Beside a run's status (the state machine's), when its budget skipped the cases not started.
+BUDGET_REACHED = "budget reached"
+
 
 class VersionRef(Reply):
     name: str
@@ -95,6 +98,11 @@ class RunReply(Reply):
     harness: VersionRef
     dataset: VersionRef
     status: str
+    status_detail: str = Field(
+        default="",
+        description="What ended the run besides its cases: 'budget reached' when its budget "
+        "skipped the cases not started; '' otherwise.",
+    )
     runtime: str
     concurrency: int
     repeats: int
@@ -129,6 +137,7 @@ class RunReply(Reply):
             harness=VersionRef.of(run.harness),
             dataset=VersionRef.of(run.dataset),
             status=run.status,
+            status_detail=status_detail(overview.summary),
             runtime=run.runtime,
             concurrency=run.concurrency,
             repeats=run.repeats,
@@ -147,6 +156,11 @@ class RunReply(Reply):
             results_next=_results_url(run, cursor, base_url) if cursor else None,
             next_cursor=cursor,
         )
+
+
+def status_detail(summary: dict[str, Any]) -> str:
+    """What the run's status says besides itself: that its budget ended it."""
+    return BUDGET_REACHED if summary.get("budget_ended") else ""
 
 
 def _results_url(run: Run, cursor: str, base_url: str) -> str:

@@ -52,7 +52,8 @@ def run_rerun(*, user: User, run_id: int, only: str, runtime: str | None = None)
     """Start a new run over the failed (or unfinished) cases of a run the user can see.
 
     The runtime is the original's when the caller submitted it, else any of the caller's
-    runners (`self:any`): a run goes to its own submitter's machines only."""
+    runners (`self:any`): a run goes to its own submitter's machines only. The rerun has its
+    parent's budget (`max_cost_usd`), its own to spend."""
     run = run_get(user=user, run_id=run_id)
     keys = rerun_cases(run, only)
     if not keys:
@@ -74,4 +75,6 @@ def run_rerun(*, user: User, run_id: int, only: str, runtime: str | None = None)
         case_keys=keys,
         parent=run,
         rerun_of=only,
+        # The rerun spends under the same budget its parent was given.
+        max_cost_usd=run.max_cost_usd,
     )

@@ -219,6 +219,9 @@
     var status = document.getElementById("run-status");
     status.textContent = run.status;
     status.className = "status st-" + run.status;
+    var detail = document.getElementById("run-status-detail");
+    detail.textContent = run.status_detail || "";
+    detail.hidden = !run.status_detail;
     renderSummary(run.summary);
     if (run.finished_at) {
       var finished = document.getElementById("run-finished");

@@ -10,9 +10,11 @@ import pytest
 from bulk import seeded_run
 
 from accounts.services import api_key_create
+from runners import queue
 from scorecards.models import Run
+from scorecards.services import result_submit
 from tests.mcpgateway.mcp_client import call, error_text, rest, structured
-from tests.suites import pair, suite
+from tests.suites import completed, pair, start, suite
 
 pytestmark = pytest.mark.e2e
 
@@ -77,7 +79,7 @@ def test_start_compare_rerun_and_cancel_over_mcp(gateway: Any, alice: Any, key: 
     )
     assert started["repeats"] == 2 and started["summary"]["total"] == 4
     assert started["summary"]["max_cost_usd"] == 0.5
-    assert not started["summary"]["budget_ended"]
+    assert not started["summary"]["budget_ended"] and started["status_detail"] == ""
     assert started["metadata"] == {"git_sha": "f00d"}
     canceled = structured(call(gateway.url, key, "cancel_run", {"run_id": started["id"]}))
     assert canceled["status"] == "canceled"
@@ -85,12 +87,27 @@ def test_start_compare_rerun_and_cancel_over_mcp(gateway: Any, alice: Any, key: 
         call(gateway.url, key, "rerun", {"run_id": started["id"], "only": "unfinished"})
     )
     assert rerun["parent"] == started["id"] and rerun["summary"]["total"] == 4
+    assert rerun["summary"]["max_cost_usd"] == 0.5  # the parent's budget
     refused = call(gateway.url, key, "compare_runs", {"b": rerun["id"]})
     assert refused.is_error and "no earlier finished run" in error_text(refused).lower()
     compared = structured(
         call(gateway.url, key, "compare_runs", {"a": started["id"], "b": rerun["id"]})
     )
     assert compared["a"]["id"] == started["id"] and compared["regressions"] == []
+
+
+def test_get_run_says_the_budget_ended_the_run(gateway: Any, alice: Any, key: str) -> None:
+    suite(alice, cases=3)
+    laptop = pair(alice)
+    run = start(alice, laptop, max_cost_usd=0.01)
+    (grant,) = queue.job_lease(runner=laptop)
+    result = completed("hello 0", usage={"total_cost_usd": 0.02})
+    result_submit(
+        runner=laptop, job_id=grant.job.pk, lease_epoch=grant.job.lease_epoch, result=result
+    )
+    got = structured(call(gateway.url, key, "get_run", {"run_id": run.pk}))
+    assert (got["status"], got["status_detail"]) == ("succeeded", "budget reached")
+    assert got["summary"]["skipped"] == 2
 
 
 def test_an_outsider_gets_not_found_from_every_run_tool(

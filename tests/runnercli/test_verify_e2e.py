@@ -1,18 +1,22 @@
 """End to end, a verified case: daphne, the scheduler and `python -m runnercli run` as real
 processes, a real git checkout of a small Python project with a bug and its pytest tests, the
-verifier running pytest with a JUnit report, scripted agents as the harness's command.
+verifier running pytest with a JUnit report.
 
-One run, one runner session: the agent that fixes the bug passes with score 1; the one that
-edits the test to expect a wrong value is tampered and fails, the verifier having run the
-restored test; the one that plants a `conftest.py` making every test pass is tampered; hidden
-tests the agent provably never saw (it lists its worktree, its environment and its case file)
-decide the verdict; a listed `fail_to_pass` test is named in the reason when it fails. The
+The agents are the pinned real CLIs against the scripted model endpoints, each change made
+with the CLI's own tools, in one runner session: Claude Code's fix passes with score 1;
+Codex's edit of the test to expect a wrong value is tampered and fails, the verifier having
+run the restored test; Claude Code's planted `conftest.py` making every test pass is tampered;
+hidden tests the agent provably never saw (it lists its worktree, reads its case file and
+prints its environment, and nothing of the hidden test ever reaches the model) decide the
+verdict; a listed `fail_to_pass` test is named in the reason when it fails; and a case whose
+stream passes the harness's `max_tokens` is stopped there, the verifier still deciding. The
 member's checkout is untouched and no worktree is left.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sys
 import time
@@ -27,11 +31,17 @@ from accounts.services import api_key_create
 from runners.models import JobAttempt
 from scorecards.models import CaseResult
 from scorecards.services import dataset_create, harness_create
-from tests.live import daphne, scheduler
+from tests.agentclis.anthropic_api import AnthropicEndpoint
+from tests.agentclis.clis import CODEX_MODEL, agent_home
+from tests.agentclis.openai_api import ResponsesEndpoint
+from tests.agentclis.scripted import Text, ToolCall
+from tests.agentclis.test_claude_code_config import store_login
+from tests.agentclis.test_through_the_runner import agents_on_path, codex_config, pair
+from tests.live import daphne, runner_cli, scheduler, sealed_host
 from tests.runnercli.gitrepos import git, snapshot, worktree_paths
-from tests.runnercli.test_e2e import Api
+from tests.runnercli.test_e2e import Api, wait_output
 from tests.runnercli.test_repo_e2e import case_dirs, map_and_pair, start_runner
-from tests.runnercli.verifyrepo import DISPATCH, HIDDEN_TEST, PROTECT, VERIFY, make_project
+from tests.runnercli.verifyrepo import HIDDEN_TEST, PROTECT, VERIFY, make_project
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -40,6 +50,52 @@ LISTED = {
     "fail_to_pass": ["tests/test_calc.py::test_add"],
     "pass_to_pass": ["tests/test_calc.py::test_zero"],
 }
+# Every scripted turn reports 1,000 input and 100 output tokens: the honest cases take at
+# most three turns, the looping one passes the limit at its fifth.
+MAX_TOKENS = 4500
+CONFTEST = (
+    "import pytest\n\n\n"
+    "@pytest.hookimpl(hookwrapper=True)\n"
+    "def pytest_runtest_makereport(item, call):\n"
+    "    outcome = yield\n"
+    "    outcome.get_result().outcome = 'passed'\n"
+)
+EDIT_THE_TEST = (
+    "*** Begin Patch\n*** Update File: tests/test_calc.py\n@@\n"
+    "-    assert add(2, 3) == 5\n+    assert add(2, 3) == -1\n*** End Patch\n"
+)
+READ_CALC = ToolCall("Read", {"file_path": "calc.py"})
+FIX_CALC = ToolCall(
+    "Edit", {"file_path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"}
+)
+# Lists its worktree, reads its case file and prints its environment, then fixes the bug.
+LOOK = (
+    "ls -R . && env && printenv EVERDICT_CASE_FILE | xargs cat && sed -i 's/a - b/a + b/' calc.py"
+)
+
+
+def claude_code() -> AnthropicEndpoint:
+    return AnthropicEndpoint(
+        {
+            "CLAUDE-FIX": [READ_CALC, FIX_CALC, Text("Fixed add.")],
+            "CLAUDE-PLANT": [
+                ToolCall("Write", {"file_path": "conftest.py", "content": CONFTEST}),
+                Text("Every test passes now."),
+            ],
+            "CLAUDE-LOOK": [ToolCall("Bash", {"command": LOOK}), Text("Fixed add.")],
+            "CLAUDE-IDLE": [Text("Nothing to do.")],
+            "CLAUDE-LOOP": [
+                READ_CALC,
+                FIX_CALC,
+                *(ToolCall("Bash", {"command": f"echo {n}"}) for n in range(8)),
+                Text("Done at last."),
+            ],
+        }
+    )
+
+
+def codex() -> ResponsesEndpoint:
+    return ResponsesEndpoint([ToolCall("apply_patch", EDIT_THE_TEST), Text("Made it pass.")])
 
 
 @pytest.fixture
@@ -49,57 +105,101 @@ def api(workspace: Any, alice: Any, tmp_path: Path) -> Iterator[Api]:
         yield Api(server, api_key_create(user=alice, name="e2e").key)
 
 
+def verified_harnesses(user: Any) -> None:
+    verified = {
+        "repo": {"name": NAME, "ref": "head"},
+        "timeout_s": 120,
+        "protect": PROTECT,
+        "verify": VERIFY,
+        "grader": {"type": "verify"},
+    }
+    harness_create(
+        user=user,
+        workspace_slug="acme",
+        name="claude-verified",
+        spec={
+            "agent": {"cli": "claude-code"},
+            "limits": {"max_tokens": MAX_TOKENS},
+            **verified,
+        },
+    )
+    harness_create(
+        user=user,
+        workspace_slug="acme",
+        name="codex-verified",
+        spec={"agent": {"cli": "codex", "model": CODEX_MODEL}, **verified},
+    )
+    dataset_create(
+        user=user,
+        workspace_slug="acme",
+        name="claude-cases",
+        cases=[
+            {"key": "fix", "input": {"prompt": "CLAUDE-FIX: fix add."}, "tests": LISTED},
+            {"key": "plant", "input": {"prompt": "CLAUDE-PLANT: make the tests pass."}},
+            {"key": "idle", "input": {"prompt": "CLAUDE-IDLE: fix add."}, "tests": LISTED},
+            {
+                "key": "hidden",
+                "input": {"prompt": "CLAUDE-LOOK: fix add."},
+                "hidden_files": {"tests/test_hidden.py": HIDDEN_TEST},
+                "tests": {"fail_to_pass": ["tests/test_hidden.py::test_hidden_negative"]},
+            },
+            {"key": "loop", "input": {"prompt": "CLAUDE-LOOP: fix add."}},
+        ],
+    )
+    dataset_create(
+        user=user,
+        workspace_slug="acme",
+        name="codex-cases",
+        cases=[{"key": "edit", "input": {"prompt": "Make the tests pass."}, "tests": LISTED}],
+    )
+
+
+def start_run(api: Api, harness: str, dataset: str, runner_id: int) -> int:
+    body = {"harness": harness, "dataset": dataset, "runtime": f"self:{runner_id}"}
+    return int(api.ok("POST", "/api/workspaces/acme/runs", body)["id"])
+
+
+@pytest.mark.agent_clis
 def test_the_verifier_decides_tampering_fails_and_hidden_tests_stay_hidden(
     api: Api, alice: Any, tmp_path: Path
 ) -> None:
-    checkout = tmp_path / "member" / "calc"
+    checkout = tmp_path / "member" / "app"
     make_project(checkout)
     before = snapshot(checkout)
-    script = tmp_path / "agent.py"
-    script.write_text(DISPATCH)
-    harness_create(
-        user=alice,
-        workspace_slug="acme",
-        name="verified",
-        spec={
-            "command": [sys.executable, str(script)],
-            "timeout_s": 60,
-            "capabilities": ["python"],
-            "repo": {"name": NAME, "ref": "head"},
-            "protect": PROTECT,
-            "verify": VERIFY,
-            "grader": {"type": "verify"},
-        },
-    )
-    hidden = {"tests/test_hidden.py": HIDDEN_TEST}
-    dataset_create(
-        user=alice,
-        workspace_slug="acme",
-        name="calc",
-        cases=[
-            {"key": "fix", "input": {"agent": "fix"}, "tests": LISTED},
-            {"key": "edit", "input": {"agent": "edit"}, "tests": LISTED},
-            {"key": "plant", "input": {"agent": "plant"}},
-            {"key": "idle", "input": {"agent": "idle"}, "tests": LISTED},
-            {
-                "key": "hidden",
-                "input": {"agent": "look"},
-                "hidden_files": hidden,
-                "tests": {"fail_to_pass": ["tests/test_hidden.py::test_hidden_negative"]},
-            },
-        ],
-    )
-    runner_id = map_and_pair(api, tmp_path, checkout)
-    runner = start_runner(tmp_path, "laptop", "--max-concurrent", "2")
-    try:
-        body = {"harness": "verified", "dataset": "calc", "runtime": f"self:{runner_id}"}
-        run_id = int(api.ok("POST", "/api/workspaces/acme/runs", body)["id"])
-        run = api.wait_run(run_id, timeout=120)
-    finally:
-        assert runner.stop(signal.SIGTERM) == 0, runner.output()
+    verified_harnesses(alice)
+    runner_id = pair(api, tmp_path, checkout)
+    (tmp_path / "cases").mkdir()
+    claude_api, openai = claude_code(), codex()
+    with agent_home() as home, claude_api.serve(), openai.serve():
+        store_login(home.claude_config)
+        codex_config(home.codex_home, openai.url)
+        runner = runner_cli(
+            tmp_path,
+            ["run", "--wait-ms", "2000", "--max-concurrent", "2"],
+            "laptop",
+            PATH=f"{agents_on_path(tmp_path)}:{sealed_host(tmp_path)['PATH']}",
+            TMPDIR=tmp_path / "cases",
+            HOME=home.home,
+            CLAUDE_CONFIG_DIR=home.claude_config,
+            ANTHROPIC_BASE_URL=claude_api.url,
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            DISABLE_AUTOUPDATER="1",
+            CODEX_HOME=home.codex_home,
+            SCRIPTED_KEY="sk-scripted",
+        )
+        try:
+            wait_output(runner, "connected to")
+            claude_run = start_run(api, "claude-verified", "claude-cases", runner_id)
+            codex_run = start_run(api, "codex-verified", "codex-cases", runner_id)
+            runs = [api.wait_run(claude_run, timeout=240), api.wait_run(codex_run, timeout=120)]
+        finally:
+            assert runner.stop(signal.SIGTERM) == 0, runner.output()[-3000:]
+    log = runner.output()[-3000:]
 
-    results = {r["case"]: r for r in run["results"]}
-    rows = {row.case.key: row for row in CaseResult.objects.filter(run_id=run_id)}
+    results = {r["case"]: r for run in runs for r in run["results"]}
+    rows = {
+        row.case.key: row for row in CaseResult.objects.filter(run_id__in=[claude_run, codex_run])
+    }
     said: dict[str, Any] = {key: row.verify for key, row in rows.items()}
     verdicts = {key: (r["verdict"], r["score"]) for key, r in results.items()}
     assert verdicts == {
@@ -108,7 +208,8 @@ def test_the_verifier_decides_tampering_fails_and_hidden_tests_stay_hidden(
         "plant": ("fail", 0.0),
         "idle": ("fail", 0.5),
         "hidden": ("pass", 1.0),
-    }, {key: r["reason"] for key, r in results.items()}
+        "loop": ("pass", 1.0),
+    }, ({key: r["reason"] for key, r in results.items()}, log)
     assert results["fix"]["reason"] == "all 2 listed tests passed"
     assert rows["fix"].tampered == []
     assert results["edit"]["reason"] == (
@@ -121,43 +222,62 @@ def test_the_verifier_decides_tampering_fails_and_hidden_tests_stay_hidden(
     assert results["idle"]["reason"] == (
         "1 of 2 listed tests failing: fail_to_pass tests/test_calc.py::test_add (failed)"
     )
-    seen = json.loads(rows["hidden"].output)
-    assert seen["saw_hidden"] is False
-    assert not any("test_hidden" in name for name in seen["files"])
-    assert (
-        "tests.test_hidden.test_hidden_negative" in (said["hidden"]["outcome"]["tests"]["passed"])
-    )
+    # The agent listed its worktree, read its case file and printed its environment: all of
+    # it went to the model, and nothing of the hidden test did.
+    looked = [r.text for r in claude_api.requests() if "CLAUDE-LOOK" in r.text]
+    assert any("test_calc.py" in text and "EVERDICT_CASE_FILE=" in text for text in looked)
+    assert not any("hidden_negative" in text or "add(-2, -3)" in text for text in looked)
+    assert "tests.test_hidden.test_hidden_negative" in said["hidden"]["outcome"]["tests"]["passed"]
     for key, row in rows.items():
         assert row.phases is not None and row.phases["verify_s"] > 0, key
         assert "passed" in said[key]["stdout_tail"] or "failed" in said[key]["stdout_tail"]
 
+    # The looping agent was stopped at the first message over the limit, then verified.
+    loop = api.ok("GET", f"/api/runs/{claude_run}/cases/loop")
+    stopped = loop["runs"][0]["result"]["stopped"]
+    assert (stopped["by"], stopped["limit"], stopped["used"]["turns"]) == ("limit", "max_tokens", 5)
+    assert stopped["used"]["tokens"] > MAX_TOKENS
+    logged = [line["line"] for line in loop["logs"]]
+    told = rf"stopped at [\d,]+ of {MAX_TOKENS:,} tokens after 5 turns"
+    assert any(re.search(told, line) for line in logged), logged
+    assert loop["runs"][0]["result"]["status"] == "completed"
+    assert said["loop"]["outcome"]["tests"]["failed"] == []
+    assert len([r for r in claude_api.requests() if "CLAUDE-LOOP" in r.text]) <= 6
+
     # The case's reply and page show the verifier, its failing tests first, and the tampering;
-    # the run's results mark the tampered ones.
-    edited = api.ok("GET", f"/api/runs/{run_id}/cases/edit")
+    # the runs' results mark the tampered ones.
+    edited = api.ok("GET", f"/api/runs/{codex_run}/cases/edit")
     shown = edited["runs"][0]["result"]
     assert shown["tampered"] == [{"path": "tests/test_calc.py", "change": "modified"}]
     assert shown["tests"][0] == {"name": "tests.test_calc.test_add", "state": "failed"}
     assert shown["phases"]["verify_s"] > 0
-    assert [r["case"] for r in run["results"] if r["tampered"]] == sorted(
-        ["edit", "plant"], key=[r["case"] for r in run["results"]].index
-    )
+    # The agent's diff of the protected paths, apart from the rest of repo.diff.
+    assert "-    assert add(2, 3) == 5\n+    assert add(2, 3) == -1\n" in shown["protected_diff"]
+    planted = api.ok("GET", f"/api/runs/{claude_run}/cases/plant")["runs"][0]["result"]
+    assert planted["protected_diff"].startswith("diff --git a/conftest.py b/conftest.py\n")
+    assert "calc.py" not in planted["protected_diff"].replace("conftest.py", "")
+    claude, codex_ = runs
+    assert [r["case"] for r in claude["results"] if r["tampered"]] == ["plant"]
+    assert [r["case"] for r in codex_["results"] if r["tampered"]] == ["edit"]
     browser = Client()
     browser.force_login(alice)
-    page = browser.get(f"/runs/{run_id}/cases/edit/").content.decode()
+    page = browser.get(f"/runs/{codex_run}/cases/edit/").content.decode()
     assert 'data-testid="tampered"' in page and "tests/test_calc.py" in page
     assert 'data-testid="verify-tests"' in page and 'data-testid="phases"' in page
-    run_page = browser.get(f"/runs/{run_id}/").content.decode()
-    assert run_page.count('data-testid="tampered"') == 2
-    assert "2 results whose agent changed protected paths" in run_page
+    assert 'data-testid="protected-diff"' in page and "+    assert add(2, 3) == -1" in page
+    run_page = browser.get(f"/runs/{claude_run}/").content.decode()
+    assert run_page.count('data-testid="tampered"') == 1
+    assert "1 result whose agent changed protected paths" in run_page
     assert 'data-testid="run-phases"' in run_page
-    assert run["summary"]["tampered"] == 2 and run["summary"]["phases"]["verify_s"] > 0
+    assert claude["summary"]["tampered"] == 1 and claude["summary"]["phases"]["verify_s"] > 0
     # The exports carry them too.
-    jsonl_reply: Any = browser.get(f"/api/runs/{run_id}/results.jsonl")
+    jsonl_reply: Any = browser.get(f"/api/runs/{claude_run}/results.jsonl")
     exported = b"".join(jsonl_reply.streaming_content)
     lines = {row["case"]: row for row in map(json.loads, exported.decode().splitlines())}
     assert lines["plant"]["tampered"] == [{"path": "conftest.py", "change": "added"}]
     assert lines["fix"]["tampered"] == [] and lines["fix"]["phases"]["verify_s"] > 0
-    csv_reply: Any = browser.get(f"/api/runs/{run_id}/results.csv")
+    assert lines["loop"]["stopped"]["limit"] == "max_tokens"
+    csv_reply: Any = browser.get(f"/api/runs/{codex_run}/results.csv")
     table = b"".join(csv_reply.streaming_content)
     assert "tests/test_calc.py (modified)" in table.decode()
 

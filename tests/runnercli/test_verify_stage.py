@@ -321,6 +321,40 @@ def test_the_index_copy_spares_reading_unchanged_files_but_not_a_backdated_edit(
     assert target.read_text() == TESTS
 
 
+@pytest.mark.parametrize("racy", [False, True], ids=["settled", "same-moment"])
+def test_what_the_agent_configures_in_the_checkout_hides_no_change(
+    tmp_path: Path, racy: bool
+) -> None:
+    repo = tmp_path / "r"
+    start = make_project(repo)
+    if not racy:
+        time.sleep(1.1)  # past git's racy window
+    index = snapshot_index(repo)
+    # A clean filter that gives git the original test whatever the file holds, a monitor
+    # that says nothing changed, and stat data git is told not to trust.
+    original = tmp_path / "original.py"
+    original.write_text(TESTS)
+    monitor = tmp_path / "monitor.sh"
+    monitor.write_text("#!/bin/sh\nprintf 'token\\0'\n")
+    monitor.chmod(0o755)
+    for key, value in {
+        "filter.hide.clean": f"cat {original}",
+        "filter.hide.required": "true",
+        "core.fsmonitor": str(monitor),
+        "core.ignoreStat": "true",
+        "core.trustctime": "false",
+        "core.checkStat": "minimal",
+    }.items():
+        git(repo, "config", key, value)
+    write(repo, {".gitattributes": "tests/** filter=hide\n"})
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "attributes").write_text("* filter=hide\n")
+    (repo / "tests/test_calc.py").write_text("")  # emptied, as a racy entry would read
+    changes = check_and_restore(repo, start, PROTECT, index)
+    assert [(c.path, c.change) for c in changes] == [("tests/test_calc.py", "modified")]
+    assert (repo / "tests/test_calc.py").read_text() == TESTS
+
+
 # Claude's stream: each assistant message comes as two lines (two content blocks) with the
 # same id and usage, 2,000 tokens a message; it would go on for 100 messages.
 STREAMER = """
@@ -379,6 +413,57 @@ def test_a_budget_stops_the_agent_within_one_event_and_the_verifier_still_runs(
     assert "stopped at 32,000 of 30,000 tokens after 16 turns" in notes
     # Stopped within the event that passed the limit: message 17 never came.
     assert printed and 15 <= printed[0] <= 16, printed
+    assert outcomes(result)["failed"] == [] and result.tampered == []
+
+
+# A harness of its own kind: no stream, its use in `usage` events appended to its trace
+# file, each written twice under one id (as a retried write would), 2,000 tokens a call.
+TRACE_WRITER = """
+import json, os, time
+from pathlib import Path
+Path("calc.py").write_text(Path("calc.py").read_text().replace("a - b", "a + b"))
+with open(os.environ["EVERDICT_TRACE_FILE"], "a") as trace:
+    for n in range(1, 101):
+        for _ in range(2):
+            data = {"id": f"call-{n}", "input_tokens": 1500, "output_tokens": 500}
+            trace.write(json.dumps({"kind": "usage", "name": "model", "data": data}) + "\\n")
+            trace.flush()
+        with open(PRINTED, "a") as printed:
+            printed.write(f"{n}\\n")
+        time.sleep(0.15)
+"""
+
+
+def test_a_trace_files_usage_events_count_toward_the_limits(project: Path) -> None:
+    printed = project.parent / "printed"
+    built = job(f"PRINTED = {str(printed)!r}\n{TRACE_WRITER}", limits={"max_tokens": 30000})
+    repo = Repo(Worktrees(), {NAME: str(project)}, max_diff_bytes=lambda: 1 << 20)
+    verify = Verify(repo)
+    stages: list[Stage] = [
+        Prepare(),
+        repo,
+        verify,
+        Limits(),
+        Execute(term_grace_s=0.2),
+        verify.reap(),
+        Collect(),
+    ]
+    notes: list[str] = []
+    case = CaseContext(held(built), notes=[notes.append])
+    asyncio.run(Pipeline(stages).run(case))
+    result = case.result
+    assert case.ending is None and result is not None, (case.ending, notes)
+    assert result.status == "completed"
+    assert result.stopped is not None and result.stopped.model_dump() == {
+        "by": "limit",
+        "limit": "max_tokens",
+        "used": {"tokens": 32000, "turns": 16},
+        "limits": {"max_tokens": 30000},
+    }
+    assert "stopped at 32,000 of 30,000 tokens after 16 turns" in notes
+    # Stopped within a look at the file of the call that passed the limit.
+    calls = len(printed.read_text().split())
+    assert 16 <= calls <= 17, calls
     assert outcomes(result)["failed"] == [] and result.tampered == []
 
 

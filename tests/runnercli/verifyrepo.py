@@ -1,5 +1,5 @@
-"""A small Python project with a bug and its pytest tests, as a real git checkout, and the
-scripted agents that work on it (the verifier tests, the end-to-end test and the demo's)."""
+"""A small Python project with a bug and its pytest tests, as a real git checkout (the
+verifier's stage and end-to-end tests), and the scripted agents the stage tests run on it."""
 
 from __future__ import annotations
 
@@ -94,13 +94,4 @@ seen = json.dumps({"files": files, "env": dict(os.environ), "case": case_file})
 saw = "hidden_negative" in seen or "add(-2, -3)" in seen
 print(json.dumps({"saw_hidden": saw, "files": files}))
 Path("calc.py").write_text(Path("calc.py").read_text().replace("a - b", "a + b"))
-"""
-
-# One harness for every case: the agent the case's input names (`{"agent": "fix"}`).
-AGENTS = {"fix": FIXER, "edit": TEST_EDITOR, "plant": CONFTEST_PLANTER, "look": LOOKER, "idle": ""}
-DISPATCH = f"""
-import json, os
-agents = {AGENTS!r}
-case = json.loads(open(os.environ["EVERDICT_CASE_FILE"]).read())
-exec(agents[case["input"]["agent"]])
 """

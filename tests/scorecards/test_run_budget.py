@@ -15,6 +15,7 @@ from runners.models import JobStatus
 from scorecards.models import Run, RunStatus, Verdict
 from scorecards.selectors.summary import run_summary
 from scorecards.services import result_submit
+from scorecards.services.reruns import run_rerun
 from tests.suites import completed, pair, start, suite
 
 pytestmark = pytest.mark.django_db
@@ -87,6 +88,35 @@ def test_the_cost_that_reaches_the_budget_skips_the_cases_not_started(
     client.force_login(alice)
     page = client.get(f"/runs/{run.pk}/").content.decode()
     assert "Run budget $0.03 — reached: 3 cases not started were skipped" in page
+    # Where its status is shown, the run says its budget ended it.
+    assert 'id="run-status-detail" class="status st-budget">budget reached</span>' in page
+    reply = client.get(f"/api/runs/{run.pk}").json()
+    assert (reply["status"], reply["status_detail"]) == ("succeeded", "budget reached")
+
+
+def test_a_rerun_spends_under_its_parents_budget(alice: Any, laptop: Any, client: Any) -> None:
+    run = start(alice, laptop, max_cost_usd=0.03)
+    (first,) = queue.job_lease(runner=laptop)
+    settle(laptop, first, "nope", 0.04)  # c0 fails and reaches the budget: c1…c5 skipped
+    run.refresh_from_db()
+    assert run.status == RunStatus.SUCCEEDED
+    rerun = run_rerun(user=alice, run_id=run.pk, only="unfinished")
+    assert (rerun.parent_id, rerun.max_cost_usd) == (run.pk, Decimal("0.0300"))
+    assert sorted(rerun.jobs.values_list("case_key", flat=True)) == ["c1", "c2", "c3", "c4", "c5"]
+    (again,) = queue.job_lease(runner=laptop)
+    settle(laptop, again, "nope", 0.05)  # its own spend reaches it: its other four skipped
+    rerun.refresh_from_db()
+    assert run_summary(rerun)["skipped"] == 4 and run_summary(rerun)["budget_ended"]
+    client.force_login(alice)
+    assert client.get(f"/api/runs/{rerun.pk}").json()["status_detail"] == "budget reached"
+    # A run without a budget and its rerun carry none, and say nothing beside their status.
+    plain = start(alice, laptop)
+    for _ in range(6):
+        (grant,) = queue.job_lease(runner=laptop)
+        settle(laptop, grant, "nope", 0.5)
+    again_plain = run_rerun(user=alice, run_id=plain.pk, only="failed")
+    assert again_plain.max_cost_usd is None
+    assert client.get(f"/api/runs/{plain.pk}").json()["status_detail"] == ""
 
 
 def test_a_run_under_its_budget_or_without_one_skips_nothing(alice: Any, laptop: Any) -> None:

@@ -4,7 +4,9 @@ Claude's `stream-json`: tokens per assistant message (`message.usage`, input plu
 each message id counted once — a message comes as several lines, one per content block), a
 turn per assistant message, the cost only in the final `result` (`total_cost_usd`). Codex's
 JSON lines: tokens at each turn's end (`turn.completed`), a turn per completed tool call or
-agent message, no cost.
+agent message, no cost. A trace file's `usage` events count as Claude's messages do: a turn
+and its tokens each (an event with the `id` of one counted already adds nothing), and its cost
+as the event says it — `total_cost_usd` the cost so far, `cost_usd` that call's.
 """
 
 from __future__ import annotations
@@ -21,6 +23,12 @@ CODEX_TURN_ITEMS = frozenset(
 
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _cost(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return None
 
 
 @dataclass
@@ -61,6 +69,24 @@ class Meter:
             cost = obj.get("total_cost_usd")
             if isinstance(cost, int | float) and not isinstance(cost, bool):
                 self.cost_usd = float(cost)
+        return self.passed()
+
+    def usage(self, data: Any) -> str | None:
+        """Count one `usage` event of the trace file; return the limit it passes or None."""
+        if not isinstance(data, dict):
+            return None
+        key = data.get("id")
+        if isinstance(key, str | int) and not isinstance(key, bool):
+            if f"usage:{key}" in self.seen:
+                return None
+            self.seen.add(f"usage:{key}")
+        self.turns += 1
+        self.tokens += _count(data.get("input_tokens")) + _count(data.get("output_tokens"))
+        total, cost = _cost(data.get("total_cost_usd")), _cost(data.get("cost_usd"))
+        if total is not None:
+            self.cost_usd = total
+        elif cost is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + cost
         return self.passed()
 
     def passed(self) -> str | None:
