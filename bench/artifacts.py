@@ -208,9 +208,7 @@ def main() -> None:
                 upload_s.append(took)
                 chunks += made
             again_s, again_chunks = uploads(server.url, token, fence, blobs)
-        idle, peak, rss_s = rss_while_receiving(
-            scratch, env, token, fence, args.rss_mib
-        )
+        idle, peak, rss_s = rss_while_receiving(scratch, env, token, fence, args.rss_mib)
     moved = size * args.blobs
     upload_rate = rate(moved, statistics.median(upload_s))
     post_rate = rate(moved, statistics.median(posts_s))
@@ -240,8 +238,8 @@ def main() -> None:
         met=above <= 2 * MAX_RAW_CHUNK_BYTES,
     )
     summary.notes.append(
-        f"the {args.rss_mib} MiB artifact took {rss_s:.2f} s ({rate(args.rss_mib * MIB, rss_s):.1f} "
-        "MiB/s) on a server of its own"
+        f"the {args.rss_mib} MiB artifact took {rss_s:.2f} s "
+        f"({rate(args.rss_mib * MIB, rss_s):.1f} MiB/s) on a server of its own"
     )
     total_mib = moved * args.rounds / MIB
     summary.notes.append(
