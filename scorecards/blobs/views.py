@@ -37,6 +37,7 @@ def _refused(refusal: UploadRefusal) -> JsonResponse:
 def _state(offset: int, committed: bool, status: int = 200) -> JsonResponse:
     reply = JsonResponse({"offset": offset, "committed": committed}, status=status)
     reply["Upload-Offset"] = str(offset)
+    reply["Upload-Complete"] = "?1" if committed else "?0"
     return reply
 
 
