@@ -1,8 +1,9 @@
 """A case's large screen frame and a large file a page asks for go by raw `PUT`s, end to end:
 daphne and `python -m runnercli` as real processes, both doing `raw_upload`.
 
-A frame of 256 KiB or more that the filmstrip keeps is uploaded as a blob (an upload URL from
-`begin_upload`, then `PUT`s) and the call names it; the strip keeps that blob. A file of
+A frame of 256 KiB or more that the filmstrip keeps (the reply to the frame before says so)
+is uploaded as a blob (an upload URL from `begin_upload`, then `PUT`s) and the call names
+it; the strip keeps that blob. The first frame goes inline. A file of
 256 KiB or more answering a page's request goes the same way; a small one stays in its call.
 """
 
@@ -29,15 +30,17 @@ from tests.runnercli.images import noisy_png
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 KIB = 1024
-FRAME = noisy_png(300 * KIB)
+FIRST, FRAME = noisy_png(300 * KIB), noisy_png(300 * KIB)
 BIG = bytes(range(256)) * (1200 * KIB // 256)
 CASE = """
     import os, pathlib, sys, time
     screens = pathlib.Path(os.environ["EVERDICT_SCREEN_DIR"])
-    (screens / ".0000.png").write_bytes(pathlib.Path(sys.argv[2]).read_bytes())
-    os.replace(screens / ".0000.png", screens / "0000.png")
     pathlib.Path("big.bin").write_bytes(bytes(range(256)) * (1200 * 1024 // 256))
     pathlib.Path("small.txt").write_text("small and inline")
+    for n, source in enumerate(sys.argv[2:]):
+        (screens / f".{n}.png").write_bytes(pathlib.Path(source).read_bytes())
+        os.replace(screens / f".{n}.png", screens / f"{n}.png")
+        time.sleep(1.2)
     flag = pathlib.Path(sys.argv[1])
     deadline = time.monotonic() + 90
     while not flag.exists() and time.monotonic() < deadline:
@@ -68,15 +71,17 @@ def fetch(base_url: str, run_id: int, token: str, path: str) -> tuple[int, bytes
 def test_a_large_frame_and_a_large_file_answer_go_by_put_and_a_small_file_inline(
     alice: Any, workspace: Any, tmp_path: Path, blob_dir: Path
 ) -> None:
-    script, flag, picture = tmp_path / "case.py", tmp_path / "release", tmp_path / "frame.png"
+    script, flag = tmp_path / "case.py", tmp_path / "release"
     script.write_text(textwrap.dedent(CASE))
-    picture.write_bytes(FRAME)
+    first, second = tmp_path / "first.png", tmp_path / "second.png"
+    first.write_bytes(FIRST)
+    second.write_bytes(FRAME)
     harness_create(
         user=alice,
         workspace_slug="acme",
         name="shows",
         spec={
-            "command": [sys.executable, str(script), str(flag), str(picture)],
+            "command": [sys.executable, str(script), str(flag), str(first), str(second)],
             "timeout_s": 120,
             "capabilities": ["python"],
         },
@@ -97,7 +102,7 @@ def test_a_large_frame_and_a_large_file_answer_go_by_put_and_a_small_file_inline
         assert pairing.popen.wait(30) == 0, pairing.output()
         runner = runner_cli(tmp_path, ["run", "--wait-ms", "2000"])
         try:
-            frame = wait_for("the frame kept", lambda: ScreenFrame.objects.filter(n=0).first())
+            frame = wait_for("frames kept", lambda: ScreenFrame.objects.filter(n=1).first())
             after_frame = metric(server.url, URLS)
             status, big = fetch(server.url, run["id"], key, "big.bin")
             after_big = metric(server.url, URLS)
@@ -114,8 +119,10 @@ def test_a_large_frame_and_a_large_file_answer_go_by_put_and_a_small_file_inline
         )
         runner.stop()
 
-    # The frame went up as a blob by PUT, and the strip keeps that blob.
+    # The first frame inline (no server had said it keeps it yet); the second, which the
+    # reply to the first said the strip keeps, went up as a blob by PUT: the strip keeps it.
     assert after_frame == 1, runner.output()
+    assert ScreenFrame.objects.get(n=0).size == len(FIRST)
     assert (frame.blob.sha256, frame.size) == (hashlib.sha256(FRAME).hexdigest(), len(FRAME))
     assert (blob_dir / frame.blob.key).read_bytes() == FRAME
     # The large file by PUT (one more URL), the small one inline in its calls (none).

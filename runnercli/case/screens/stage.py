@@ -7,8 +7,9 @@ sent), and the newest once more when the case ends, so the filmstrip ends where 
 A frame the server refuses is skipped; a refused lease stops the sending. `--no-screens`
 keeps them here: the directory is still given, nothing is sent. A frame goes inline in its
 call, but one of 256 KiB or more that the filmstrip will keep (the server says so in its
-reply to the frame before) goes up by raw `PUT` first when both sides do `raw_upload`, and
-the call names the blob: the strip keeps it as it is, with no base64 on the way.
+reply to the frame before: never of a case's first) goes up by raw `PUT` first when both
+sides do `raw_upload`, and the call names the blob: the strip keeps it as it is, with no
+base64 on the way.
 
 The directories are the runner's own (beside its case files, removed when it exits), each
 given to one case at a time and emptied after it: most harnesses never write a frame, and
@@ -101,8 +102,9 @@ class Screens(Stage):
         self.looking = False
         self.refused: str | None = None
         self.sent = 0
-        # The server's word on the next frame: the first of a case is always kept.
-        self.keeps_next = True
+        # The server's word on the next frame (a server that does not say it takes no blob
+        # for a frame): the first frame of a case goes inline.
+        self.keeps_next = False
 
     async def start(self, case: CaseContext) -> None:
         directory = self.directory = self.dirs.acquire()
