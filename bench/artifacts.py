@@ -13,9 +13,11 @@ body whole before it answers; it keeps nothing). Target: artifacts at ≥ 80 % o
 PUT's MiB/s (the median over rounds of each round's ratio: a round's runs go back to back,
 under the same load). Beside them, in the same rounds: the same uploader for a runner without
 `raw_upload` (`put_blob` chunks of 1 MiB as base64 in MCP calls), and the same blobs again
-(held already: no byte sent).
+(held already: no byte sent). Then, on a server of its own with `EVERDICT_MAX_ARTIFACT_BYTES`
+raised, its resident set size sampled every 2 ms while it receives one 50 MiB artifact by
+`PUT`s, beside its size when idle (target: no more than 2 chunks above it).
 
-    .venv/bin/python bench/artifacts.py [--blobs 4] [--mib 8] [--rounds 5] [--sqlite]
+    .venv/bin/python bench/artifacts.py [--blobs 4] [--mib 8] [--rounds 5] [--rss-mib 50] [--sqlite]
 """
 
 from __future__ import annotations
@@ -97,6 +99,47 @@ def plain_puts(url: str, blobs: list[bytes]) -> float:
         return time.perf_counter() - began
 
 
+class RssPeak:
+    """The highest resident set size of a process, sampled every few milliseconds until
+    stopped."""
+
+    def __init__(self, server: Any, every_s: float = 0.002) -> None:
+        import threading
+
+        self.server = server
+        self.peak = server.rss_bytes()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, args=(every_s,), daemon=True)
+        self._thread.start()
+
+    def _sample(self, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            self.peak = max(self.peak, self.server.rss_bytes())
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+def rss_while_receiving(
+    scratch: Any, env: dict[str, str], token: str, fence: Any, mib: int
+) -> tuple[int, int, float]:
+    """A fresh server's resident set size when idle (after one small upload warmed it) and
+    at its highest while it receives one blob of `mib` MiB by raw `PUT`s; its seconds."""
+    from runnercli.protocol import RAW_UPLOAD_MIN_BYTES
+
+    limit = {"EVERDICT_MAX_ARTIFACT_BYTES": str((mib + 1) * MIB)}
+    with daphne(scratch, name="daphne-rss", **{**env, **limit}) as server:
+        uploads(server.url, token, fence, [os.urandom(RAW_UPLOAD_MIN_BYTES * 2)])
+        time.sleep(0.5)
+        idle = server.rss_bytes()
+        blob = os.urandom(mib * MIB)
+        sampler = RssPeak(server)
+        took, _ = uploads(server.url, token, fence, [blob])
+        return idle, sampler.stop(), took
+
+
 def rate(size: int, seconds: float) -> float:
     return size / MIB / seconds if seconds else 0.0
 
@@ -106,6 +149,9 @@ def main() -> None:
     parser.add_argument("--blobs", type=int, default=4, help="blobs per round (4)")
     parser.add_argument("--mib", type=float, default=8, help="MiB per blob (8)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (5)")
+    parser.add_argument(
+        "--rss-mib", type=int, default=50, help="MiB of the blob received for the RSS figure (50)"
+    )
     parser.add_argument(
         "--profile", action="store_true", help="sample the server with py-spy during uploads"
     )
@@ -162,6 +208,7 @@ def main() -> None:
                 upload_s.append(took)
                 chunks += made
             again_s, again_chunks = uploads(server.url, token, fence, blobs)
+        idle, peak, rss_s = rss_while_receiving(scratch, env, token, fence, args.rss_mib)
     moved = size * args.blobs
     upload_rate = rate(moved, statistics.median(upload_s))
     post_rate = rate(moved, statistics.median(posts_s))
@@ -177,6 +224,22 @@ def main() -> None:
         ratio=f"{ratio:.0%}",
         target=f">= {TARGET:.0%}",
         met=ratio >= TARGET,
+    )
+    from runnercli.protocol import MAX_RAW_CHUNK_BYTES
+
+    above = peak - idle
+    summary.add(
+        benchmark="artifacts",
+        figure=f"server RSS while receiving a {args.rss_mib} MiB artifact by PUT, above idle",
+        value=f"{above / MIB:.1f} MiB",
+        baseline=f"idle {idle / MIB:.0f} MiB; a chunk {MAX_RAW_CHUNK_BYTES / MIB:.0f} MiB",
+        ratio=f"{above / MAX_RAW_CHUNK_BYTES:.1f} chunks",
+        target="<= 2 chunks",
+        met=above <= 2 * MAX_RAW_CHUNK_BYTES,
+    )
+    summary.notes.append(
+        f"the {args.rss_mib} MiB artifact took {rss_s:.2f} s "
+        f"({rate(args.rss_mib * MIB, rss_s):.1f} MiB/s) on a server of its own"
     )
     total_mib = moved * args.rounds / MIB
     summary.notes.append(

@@ -268,15 +268,21 @@ EVERDICT_WAKE_RECHECK_S = env.float("EVERDICT_WAKE_RECHECK_S", default=5.0)
 # How long a page waits for the runner to answer a request for a running case's files.
 EVERDICT_FS_ANSWER_TIMEOUT_S = env.float("EVERDICT_FS_ANSWER_TIMEOUT_S", default=30.0)
 EVERDICT_STATUS_TTL_S = _int("EVERDICT_STATUS_TTL_S", 120, minimum=1)
-# The case's world (protocol 3). Artifacts: per file and per case, at most the protocol's.
+# The case's world (protocol 3). Artifacts: per file the protocol's by default (a server may
+# take larger ones: `hello` tells each runner its limit, and raw uploads stream them), per case
+# at most the protocol's.
 EVERDICT_MAX_ARTIFACT_BYTES = _int(
-    "EVERDICT_MAX_ARTIFACT_BYTES", 10 * 1024 * 1024, minimum=1, maximum=10 * 1024 * 1024
+    "EVERDICT_MAX_ARTIFACT_BYTES", 10 * 1024 * 1024, minimum=1, maximum=1024 * 1024 * 1024
 )
 EVERDICT_MAX_CASE_ARTIFACT_BYTES = _int(
     "EVERDICT_MAX_CASE_ARTIFACT_BYTES", 50 * 1024 * 1024, minimum=1, maximum=50 * 1024 * 1024
 )
 # How long an upload URL minted by `begin_upload` is good for (each chunk is checked).
 EVERDICT_UPLOAD_URL_TTL_S = _int("EVERDICT_UPLOAD_URL_TTL_S", 900, minimum=1, maximum=86400)
+# A request body past this size is spooled to a temporary file as it arrives rather than
+# held in memory (Django's default is 2.5 MiB): a raw upload's 4 MiB chunk then holds little
+# more than the chunk itself in the server's memory.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 512 * 1024
 # Blobs (artifacts, screen frames, files a page asks for): where their bytes are kept, through
 # Django's storage API. EVERDICT_BLOB_STORAGE is a storage class (default: a directory under
 # var/), EVERDICT_BLOB_STORAGE_OPTIONS a JSON object of its options (for django-storages' S3:

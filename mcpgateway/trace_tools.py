@@ -19,7 +19,8 @@ from mcpgateway.calls import in_thread
 from runnercli.protocol import (
     MAX_SCREEN_BYTES,
     MAX_TRACE_EVENTS_PER_CALL,
-    Ack,
+    BlobRef,
+    ScreenAck,
     TraceAck,
     TraceEvent,
 )
@@ -51,20 +52,25 @@ async def report_case_screen(
     job_id: int,
     lease_epoch: int,
     media_type: Literal["image/png", "image/jpeg"],
+    taken_at: Annotated[int, Field(ge=0, description="When it was taken, epoch ms.")],
     data: Annotated[
         str,
         Field(
             max_length=MAX_SCREEN_BASE64_CHARS,
             description=f"Base64 of a PNG or JPEG of at most {MAX_SCREEN_BYTES} bytes.",
         ),
-    ],
-    taken_at: Annotated[int, Field(ge=0, description="When it was taken, epoch ms.")],
-) -> Ack:
+    ] = "",
+    blob: Annotated[
+        BlobRef | None,
+        Field(description="Feature `raw_upload`: the frame uploaded as a blob, instead of data."),
+    ] = None,
+) -> ScreenAck:
     """The case's newest frame: shown live on the run page, and kept in its filmstrip (at
-    most 60 frames, spread over the case). Refused unless it is a whole PNG or JPEG."""
+    most 60 frames, spread over the case). Refused unless it is a whole PNG or JPEG.
+    `keeps_next`: whether the strip will keep the next frame (a large one may go by `PUT`)."""
     runner = current_principal().require_runner("report_case_screen")
-    frame = decoded_chunk(data)
-    if len(frame) > MAX_SCREEN_BYTES:
+    frame = decoded_chunk(data) if blob is None else None
+    if frame is not None and len(frame) > MAX_SCREEN_BYTES:
         raise ToolError(f"a frame is at most {MAX_SCREEN_BYTES} bytes")
     return await in_thread(
         screen_report,
@@ -73,6 +79,7 @@ async def report_case_screen(
         lease_epoch=lease_epoch,
         media_type=media_type,
         data=frame,
+        blob=blob,
         taken_at=taken_at,
     )
 

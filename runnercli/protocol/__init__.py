@@ -107,6 +107,7 @@ from runnercli.protocol.replies import (
     HeartbeatAck,
     Hello,
     Limits,
+    ScreenAck,
     ToolFailure,
 )
 from runnercli.protocol.results import (
@@ -277,6 +278,7 @@ __all__ = [
     "RepoSpec",
     "ResultReport",
     "RetryOn",
+    "ScreenAck",
     "ServiceSpec",
     "Sha256",
     "ToolFailure",

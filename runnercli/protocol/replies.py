@@ -36,6 +36,14 @@ class HeartbeatAck(Ack):
     resumed: bool = False
 
 
+class ScreenAck(Ack):
+    """The reply to `report_case_screen`: `keeps_next` when the filmstrip will keep the next
+    frame the server receives of the case (feature `raw_upload`: a large one goes up by `PUT`
+    first, as a blob, and the call names it; others go inline, as one call beats two)."""
+
+    keeps_next: bool = False
+
+
 class Limits(BaseModel):
     """What this server accepts per call; a runner stays inside them."""
 

@@ -9,3 +9,7 @@ BLOB_BYTES = Counter(
     "everdict_blob_bytes_received", "Bytes of put_blob chunks staged (accepted and new)."
 )
 BLOBS_COMMITTED = Counter("everdict_blobs_committed", "Uploads whose digest matched, kept.")
+UPLOAD_URLS = Counter("everdict_upload_urls", "Raw upload URLs minted by begin_upload.")
+UPLOAD_HEADS = Counter(
+    "everdict_upload_heads", "HEADs of raw upload URLs answered (where an upload stands)."
+)

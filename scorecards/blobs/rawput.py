@@ -21,6 +21,7 @@ from django.core import signing
 from core.errors import Conflict, Invalid
 from runnercli.protocol import MAX_RAW_CHUNK_BYTES, BlobAck, UploadGrant
 from runners.models import Runner
+from scorecards.blobs import metrics
 from scorecards.blobs.fence import lease_workspace
 from scorecards.blobs.models import Blob, BlobUpload
 from scorecards.blobs.uploads import blob_put, upload_discard
@@ -115,6 +116,7 @@ def upload_begin(
     if workspace_id is None:
         raise Conflict(why)
     offset, committed = held_of(workspace_id, sha256, size)
+    metrics.UPLOAD_URLS.inc()
     claims = UploadClaims(
         runner_id=runner.pk,
         job_id=job_id,
@@ -152,6 +154,7 @@ def upload_fenced(runner: Runner, claims: UploadClaims) -> int:
 def upload_state(runner: Runner, claims: UploadClaims) -> tuple[int, bool]:
     """`HEAD`: where the upload stands (bytes held, committed)."""
     workspace_id = upload_fenced(runner, claims)
+    metrics.UPLOAD_HEADS.inc()
     return held_of(workspace_id, claims.sha256, claims.size)
 
 

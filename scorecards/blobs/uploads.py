@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, cast
 
 from django.conf import settings
@@ -26,8 +26,10 @@ from django.utils import timezone
 from runnercli.protocol import BlobAck, BlobHoldings
 from scorecards.blobs import metrics
 from scorecards.blobs.models import Blob, BlobUpload
+from scorecards.blobs.running import running_forget, running_keep, running_take
 from scorecards.blobs.store import (
     DEFAULT_MEDIA_TYPE,
+    blob_compose,
     blob_record,
     blob_storage,
     blob_write,
@@ -115,9 +117,10 @@ def _append(
             stored=received,
         )
     storage = blob_storage()
-    name = storage.save(chunk_key(workspace_id, sha256, offset), ContentFile(data))
+    name = storage.save(chunk_key(workspace_id, sha256, offset), _Whole(data))
     if _record(workspace_id, sha256, upload, name, len(data)):
         metrics.BLOB_BYTES.inc(len(data))
+        _hash_staged(workspace_id, sha256, upload, name, data)
         return BlobAck(accepted=True, stored=offset + len(data))
     # Another call took this offset meanwhile (the same chunk sent twice at once).
     storage.delete(name)
@@ -125,6 +128,29 @@ def _append(
     if now is not None and _last_chunk_is(now, offset, len(data)):
         return BlobAck(accepted=True, reason="already held", stored=now.received)
     return _misplaced(offset, now.received if now is not None else 0)
+
+
+class _Whole(ContentFile):
+    """Bytes a storage writes in one piece rather than in copies of 64 KiB slices."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.data = data
+
+    def chunks(self, chunk_size: int | None = None) -> Iterator[bytes]:
+        yield self.data
+
+
+def _hash_staged(
+    workspace_id: int, sha256: str, upload: BlobUpload | None, name: str, data: bytes
+) -> None:
+    """Carry the upload's running digest over the chunk just staged, when this process
+    holds it for the chunks staged before."""
+    before = [str(chunk) for chunk, _ in upload.chunks] if upload is not None else []
+    digest = running_take(workspace_id, sha256, before)
+    if digest is not None:
+        digest.update(data)
+        running_keep(workspace_id, sha256, [*before, name], digest)
 
 
 def _misplaced(offset: int, received: int) -> BlobAck:
@@ -187,24 +213,33 @@ def _lazy_commit() -> None:
 
 
 def _commit(workspace_id: int, sha256: str, tail: bytes = b"") -> BlobAck:
-    """Stream the staged chunks and then `tail`, in order and through SHA-256, to the blob's
-    key; record the blob when they hash to `sha256`, else remove what was written and keep
-    nothing."""
+    """Write the staged chunks and then `tail`, in order, to the blob's key and record the
+    blob when they hash to `sha256`; else keep nothing of them. The upload's running digest,
+    when this process holds it, is checked before anything is written; without it the
+    chunks are hashed as they are streamed."""
     upload = BlobUpload.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
     chunks = [str(name) for name, _ in upload.chunks] if upload is not None else []
     metrics.BLOB_BYTES.inc(len(tail))
-    reader = _Chunks(chunks, tail)
+    running = running_take(workspace_id, sha256, chunks)
     try:
-        saved = blob_write(workspace_id, sha256, File(cast(IO[bytes], reader), name=sha256))
+        if running is not None:
+            running.update(tail)
+            digest = running.hexdigest()
+            size = sum(int(n) for _, n in (upload.chunks if upload else [])) + len(tail)
+            saved = blob_compose(workspace_id, sha256, chunks, tail) if digest == sha256 else ""
+        else:
+            reader = _Chunks(chunks, tail)
+            saved = blob_write(workspace_id, sha256, File(cast(IO[bytes], reader), name=sha256))
+            digest, size = reader.digest.hexdigest(), reader.size
     except Exception:
         # A chunk gone: another call committed the blob and removed the staging meanwhile.
         held = Blob.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
         if held is not None:
             return BlobAck(accepted=True, stored=held.size)
         raise
-    digest = reader.digest.hexdigest()
     if digest != sha256:
-        blob_storage().delete(saved)
+        if saved:
+            blob_storage().delete(saved)
         upload_discard(workspace_id, sha256, chunks)
         return BlobAck(
             accepted=False,
@@ -213,13 +248,13 @@ def _commit(workspace_id: int, sha256: str, tail: bytes = b"") -> BlobAck:
     blob_record(
         workspace_id=workspace_id,
         sha256=sha256,
-        size=reader.size,
+        size=size,
         media_type=DEFAULT_MEDIA_TYPE,
         saved=saved,
     )
     upload_discard(workspace_id, sha256, chunks)
     metrics.BLOBS_COMMITTED.inc()
-    return BlobAck(accepted=True, stored=reader.size)
+    return BlobAck(accepted=True, stored=size)
 
 
 class _Chunks(io.RawIOBase):
@@ -282,6 +317,7 @@ class _Chunks(io.RawIOBase):
 def upload_discard(workspace_id: int, sha256: str, chunks: Iterable[str] = ()) -> None:
     """Forget an upload in progress and remove its staged chunks (those it records, and
     `chunks` read from it before)."""
+    running_forget(workspace_id, sha256)
     upload = BlobUpload.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
     names = set(chunks)
     if upload is not None:

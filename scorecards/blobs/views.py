@@ -3,12 +3,12 @@
 Outside `/api/` (which refuses runner tokens): the runner's bearer token and the signed
 token of the URL both. Async: the server reads each chunk's body before the view sees it, and
 the view holds no thread while it waits; each database or storage step runs off the event
-loop, one short call per request.
+loop on the loop's pool of threads, one short call per request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from channels.db import database_sync_to_async
@@ -28,7 +28,6 @@ from scorecards.blobs.rawput import (
 )
 
 T = TypeVar("T")
-READ_STEP = 1 << 20
 
 
 def _refused(refusal: UploadRefusal) -> JsonResponse:
@@ -38,6 +37,7 @@ def _refused(refusal: UploadRefusal) -> JsonResponse:
 def _state(offset: int, committed: bool, status: int = 200) -> JsonResponse:
     reply = JsonResponse({"offset": offset, "committed": committed}, status=status)
     reply["Upload-Offset"] = str(offset)
+    reply["Upload-Complete"] = "?1" if committed else "?0"
     return reply
 
 
@@ -58,17 +58,16 @@ def _runner_then(fn: Callable[..., T]) -> Callable[..., T]:
     return call
 
 
+def _in_thread(fn: Callable[..., T]) -> Callable[..., Awaitable[T]]:
+    """`fn(runner, ...)` on the loop's pool of threads (as the MCP tools run): Django's
+    "thread-sensitive" path gives each request a thread started for it."""
+    return database_sync_to_async(_runner_then(fn), thread_sensitive=False)
+
+
 def _read_body(request: HttpRequest, expected: int) -> bytes:
-    """The body, read in steps; one byte more than expected is enough to tell it is long."""
-    parts: list[bytes] = []
-    got = 0
-    while got <= expected:
-        piece = request.read(min(READ_STEP, expected + 1 - got))
-        if not piece:
-            break
-        parts.append(piece)
-        got += len(piece)
-    return b"".join(parts)
+    """The body in one read (the server holds it whole already); one byte more than
+    expected is enough to tell it is long."""
+    return request.read(expected + 1)
 
 
 @csrf_exempt
@@ -78,9 +77,7 @@ async def upload(request: HttpRequest, token: str) -> HttpResponse:
         claims = upload_claims(token)
         bearer = _bearer(request)
         if request.method in ("HEAD", "GET"):
-            offset, committed = await database_sync_to_async(_runner_then(upload_state))(
-                bearer, claims
-            )
+            offset, committed = await _in_thread(upload_state)(bearer, claims)
             return _state(offset, committed)
         if request.method != "PUT":
             reply = JsonResponse({"detail": "PUT a chunk, or HEAD for the offset"}, status=405)
@@ -99,12 +96,12 @@ async def _put(request: HttpRequest, bearer: str, claims: UploadClaims) -> HttpR
         first, last = content_range(header, claims.size)
     except UploadRefusal as refusal:
         if refusal.status == 416:
-            await database_sync_to_async(_runner_then(upload_drop))(bearer, claims)
+            await _in_thread(upload_drop)(bearer, claims)
         raise
     expected = last - first + 1
     data = _read_body(request, expected)
     if len(data) != expected:
-        await database_sync_to_async(_runner_then(upload_drop))(bearer, claims)
+        await _in_thread(upload_drop)(bearer, claims)
         word = "longer" if len(data) > expected else "shorter"
         return _refused(
             UploadRefusal(
@@ -113,7 +110,5 @@ async def _put(request: HttpRequest, bearer: str, claims: UploadClaims) -> HttpR
                 "nothing of this upload is kept",
             )
         )
-    offset, committed = await database_sync_to_async(_runner_then(upload_chunk))(
-        bearer, claims, first, data
-    )
+    offset, committed = await _in_thread(upload_chunk)(bearer, claims, first, data)
     return _state(offset, committed, status=201 if committed else 200)

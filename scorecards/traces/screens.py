@@ -18,12 +18,12 @@ from django.utils import timezone
 
 from core.errors import Invalid
 from runnercli.case.screens.watcher import is_whole, media_type
-from runnercli.protocol import MAX_SCREEN_BYTES, Ack
+from runnercli.protocol import MAX_SCREEN_BYTES, BlobRef, ScreenAck
 from runners import metrics
 from runners.models import Runner, RunnerJob
 from runners.queue.fence import refusal
 from runners.queue.rows import locked_job
-from scorecards.blobs.services import blob_store
+from scorecards.blobs.services import blob_held, blob_open, blob_store
 from scorecards.models import Run
 from scorecards.traces.models import CaseScreens, CaseTrace, ScreenFrame
 from scorecards.traces.services import fence_open
@@ -99,10 +99,20 @@ def _filmstrip(job: RunnerJob, n: int, data: bytes, declared: str, taken_at: int
 
 
 def screen_report(
-    *, runner: Runner, job_id: int, lease_epoch: int, media_type: str, data: bytes, taken_at: int
-) -> Ack:
-    """Take the case's newest frame: live at once, and into the filmstrip when it keeps it."""
-    check_frame(media_type, data)
+    *,
+    runner: Runner,
+    job_id: int,
+    lease_epoch: int,
+    media_type: str,
+    data: bytes | None,
+    taken_at: int,
+    blob: BlobRef | None = None,
+) -> ScreenAck:
+    """Take the case's newest frame (its bytes, or a blob of the job's workspace holding
+    them): live at once, and into the filmstrip when it keeps it; say whether it will keep
+    the next one."""
+    frame = _uploaded(job_id, blob) if blob is not None else (data or b"")
+    check_frame(media_type, frame)
     now = timezone.now()
     with transaction.atomic():
         job = locked_job(job_id)
@@ -110,17 +120,39 @@ def screen_report(
         if job is None or reason is None:
             refused = refusal(job, runner, lease_epoch)
             metrics.fenced("report_case_screen", refused)
-            return Ack(accepted=False, reason=refused)
+            return ScreenAck(accepted=False, reason=refused)
         screens, _ = CaseScreens.objects.get_or_create(
             attempt_id=job.current_attempt_id, defaults={"job_id": job.pk, "run_id": job.run_id}
         )
         n = screens.received
         screens.received += 1
         if _keeps(screens, n):
-            _filmstrip(job, n, data, media_type, taken_at)
+            _filmstrip(job, n, frame, media_type, taken_at)
         screens.updated_at = now
         screens.save()
-    live: dict[str, Any] = {"attempt": job.current_attempt_id, "n": n, "data": data}
+        keeps_next = _will_keep(screens, n + 1)
+    live: dict[str, Any] = {"attempt": job.current_attempt_id, "n": n, "data": frame}
     live |= {"media_type": media_type, "taken_at": taken_at}
     cache.set(live_key(job_id), live, LIVE_FRAME_TTL_S)
-    return Ack(accepted=True, reason=reason)
+    return ScreenAck(accepted=True, reason=reason, keeps_next=keeps_next)
+
+
+def _will_keep(screens: CaseScreens, n: int) -> bool:
+    """Whether `_keeps` will keep the `n`-th frame, as the strip stands now."""
+    if n % screens.stride:
+        return False
+    full = ScreenFrame.objects.filter(attempt_id=screens.pk).count() >= FILMSTRIP_FRAMES
+    return not full or n % (screens.stride * 2) == 0
+
+
+def _uploaded(job_id: int, ref: BlobRef) -> bytes:
+    """The bytes of a frame uploaded as a blob of the job's workspace (Invalid when it does
+    not hold it, or it is over a frame's size)."""
+    if ref.size > MAX_SCREEN_BYTES:
+        raise Invalid(f"A frame is at most {MAX_SCREEN_BYTES} bytes; this one is {ref.size}.")
+    workspace_id = RunnerJob.objects.filter(pk=job_id).values_list("run__workspace_id", flat=True)
+    held = blob_held(workspace=workspace_id.first() or 0, sha256=ref.sha256, size=ref.size)
+    if held is None:
+        raise Invalid(f"The frame's blob {ref.sha256} was not uploaded: PUT it first.")
+    with blob_open(held) as handle:
+        return bytes(handle.read(ref.size + 1))

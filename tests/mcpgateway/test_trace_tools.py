@@ -76,9 +76,15 @@ def test_a_frame_is_taken_only_whole_and_within_its_bound(
         args = {**fence, "media_type": media_type, "data": encoded, "taken_at": 5}
         return call(url, token, "report_case_screen", args)
 
-    assert structured(screen(png())) == {"accepted": True, "reason": ""}
+    # The strip keeps every frame while it has room: it says so of the next one.
+    assert structured(screen(png())) == {"accepted": True, "reason": "", "keeps_next": True}
     assert ScreenFrame.objects.count() == 1
+    by_blob = {**fence, "media_type": "image/png", "taken_at": 6}
+    unsent = {"sha256": "a" * 64, "size": 300, "media_type": "image/png"}
+    huge = {**unsent, "size": 600 * 1024}
     refusals = [
+        (call(url, token, "report_case_screen", {**by_blob, "blob": unsent}), "not uploaded"),
+        (call(url, token, "report_case_screen", {**by_blob, "blob": huge}), "at most"),
         (screen(b"GIF89a" + b"\x00" * 30), "not a PNG or JPEG"),
         (screen(png()[:-12]), "cut short"),
         (screen(png(), "image/gif"), "media_type"),

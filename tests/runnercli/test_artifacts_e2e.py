@@ -2,8 +2,9 @@
 
 An 8 MiB artifact goes up by raw `PUT`s (feature `raw_upload`: two 4 MiB chunks) while the
 server is killed in the middle and started again on the same database and storage: the
-upload resumes from what the server held, the blob is stored once with the right digest and
-downloads identical; the same file from the next case of the workspace is not sent again.
+upload resumes from what the server held (the runner asks its upload URL by `HEAD`, no new
+URL), the blob is stored once with the right digest and downloads identical; the same file
+from the next case of the workspace is not sent again.
 The line between them is a proxy that goes quiet after a known number of bytes, so the
 restart falls mid-upload every time.
 """
@@ -142,6 +143,8 @@ def test_an_8_mib_artifact_survives_a_server_restart_mid_upload_and_is_sent_once
             )
             received = metric(second.url, "everdict_blob_bytes_received_total")
             chunks = metric(second.url, 'everdict_blob_chunks_total{outcome="accepted"}')
+            heads = metric(second.url, "everdict_upload_heads_total")
+            urls = metric(second.url, "everdict_upload_urls_total")
             cases = {
                 k: rest(second.url, "GET", f"/api/runs/{run['id']}/cases/{k}", key)[1]
                 for k in ("c0", "c1")
@@ -159,6 +162,9 @@ def test_an_8_mib_artifact_survives_a_server_restart_mid_upload_and_is_sent_once
     # in the one chunk after it — and nothing for the second case, which found it held.
     assert received == SIZE - held
     assert chunks == 1
+    # It asked the URL it had where the upload stood (HEAD), not begin_upload for another.
+    assert heads >= 1
+    assert urls == 0
     lines = [line["line"] for line in logs]
     assert "artifact out/big.bin: 8388608 bytes, held by the server already" in lines
     # Stored once, with its digest; downloaded identical.

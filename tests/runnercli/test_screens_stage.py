@@ -19,7 +19,7 @@ from runnercli.case.execute import Execute
 from runnercli.case.pipeline import CaseContext, Pipeline
 from runnercli.case.prepare import Prepare
 from runnercli.case.screens.stage import Screens
-from runnercli.protocol import Ack, Limits
+from runnercli.protocol import Limits, ScreenAck
 from tests.runnercli.fakes import FakeClient, held
 from tests.runnercli.images import jpeg, png
 from tests.runnercli.test_trace_stage import harness, job
@@ -36,8 +36,8 @@ class ScreenServer(FakeClient):
     async def call(self, tool: str, args: dict[str, Any], model: Any, wait_s: float = 0.0) -> Any:
         self.calls.append((tool, args))
         if self.refuse is not None:
-            return Ack(accepted=False, reason=self.refuse)
-        return Ack(accepted=True)
+            return ScreenAck(accepted=False, reason=self.refuse)
+        return ScreenAck(accepted=True)
 
     def frames(self) -> list[bytes]:
         return [base64.b64decode(a["data"]) for t, a in self.calls if t == "report_case_screen"]

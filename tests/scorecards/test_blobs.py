@@ -12,6 +12,7 @@ import pytest
 
 from core.errors import NotFound
 from scorecards.blobs.models import Blob, BlobUpload
+from scorecards.blobs.running import running_keep, running_take
 from scorecards.blobs.services import (
     blob_get,
     blob_holdings,
@@ -20,6 +21,7 @@ from scorecards.blobs.services import (
     blob_storage,
     blob_store,
 )
+from scorecards.blobs.uploads import upload_discard
 from scorecards.services import workspace_create
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("blob_dir")]
@@ -167,3 +169,27 @@ def test_the_server_stores_whole_bytes_once_per_workspace(workspace: Any, alice:
     with pytest.raises(NotFound):
         blob_get(workspace=third, sha256=sha(frame))
     assert blob_holdings(workspace=third, sha256s=[sha(frame)]).missing == [sha(frame)]
+
+
+def test_a_commit_hashes_the_staging_again_when_the_running_digest_is_of_other_chunks(
+    workspace: Any,
+) -> None:
+    """The digest this process ran over its chunks is used only for exactly those chunks:
+    when another replica discarded the upload and staged its own, the commit reads them."""
+    data = os.urandom(2 * CHUNK)
+    digest, first = sha(data), data[:CHUNK]
+    wrong = bytes(CHUNK)
+    assert blob_put(workspace=workspace, sha256=digest, offset=0, data=wrong, final=False).accepted
+    [[stale_name, _]] = BlobUpload.objects.get().chunks
+    stale = running_take(workspace.pk, digest, [stale_name])
+    # Another replica: the upload begun again, its first chunk the right bytes.
+    upload_discard(workspace.pk, digest)
+    assert blob_put(workspace=workspace, sha256=digest, offset=0, data=first, final=False).accepted
+    # This process still remembers its digest of the wrong bytes.
+    running_keep(workspace.pk, digest, [stale_name], stale)
+
+    ack = blob_put(workspace=workspace, sha256=digest, offset=CHUNK, data=data[CHUNK:], final=True)
+
+    assert ack.accepted, ack.reason
+    assert read(Blob.objects.get(sha256=digest)) == data
+    assert staged_files(workspace) == []

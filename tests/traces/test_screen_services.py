@@ -106,8 +106,13 @@ def test_a_settled_case_takes_no_more_frames(leased: dict[str, Any]) -> None:
 def test_the_filmstrip_keeps_at_most_60_frames_spread_over_the_whole_case(
     leased: dict[str, Any],
 ) -> None:
+    said = True  # of the first frame
     for n in range(200):
-        assert send(leased, frame(n), at=n).accepted
+        ack = send(leased, frame(n), at=n)
+        assert ack.accepted
+        # What the reply before said of this frame is what the strip did with it.
+        assert ScreenFrame.objects.filter(n=n).exists() == said, n
+        said = ack.keeps_next
     kept = list(ScreenFrame.objects.order_by("n").values_list("n", flat=True))
     screens = CaseScreens.objects.get()
     assert screens.received == 200 and screens.stride == 4

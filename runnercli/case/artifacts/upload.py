@@ -10,68 +10,47 @@ asked again where the upload stands, so nothing it holds is sent twice.
 When both this runner and the server do `raw_upload`, a blob of `RAW_UPLOAD_MIN_BYTES` or more
 goes as raw bytes instead: `begin_upload` gives a URL and the offset held, and plain HTTP
 `PUT`s carry chunks of up to `MAX_RAW_CHUNK_BYTES` (`Content-Range`), each staged by the
-server before the next; after a dropped connection or a server restart the runner asks again
-(`begin_upload`: a fresh URL and the offset held) and goes on from there. A smaller blob
-stays in `put_blob` calls (one call beats two).
+server before the next; after a dropped connection or a server restart the runner asks the
+URL where the upload stands (`HEAD`) and goes on from there (`rawput`). A smaller blob stays
+in `put_blob` calls (one call beats two).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from runnercli.case.artifacts.calls import begin_upload, have_blobs, put_blob
+from runnercli.case.artifacts.calls import have_blobs, put_blob
+from runnercli.case.artifacts.rawput import upload_raw
+from runnercli.case.artifacts.sending import (
+    MAX_RESUMES,
+    Uploaded,
+    UploadRefused,
+    Waiting,
+    read_chunk,
+)
 from runnercli.case.artifacts.shelf import Shelf, Source
 from runnercli.client import RunnerClient, RunnerError, ServerUnavailable, ToolCallError
-from runnercli.client.backoff import Backoff
-from runnercli.protocol import (
-    MAX_RAW_CHUNK_BYTES,
-    RAW_UPLOAD_MIN_BYTES,
-    BlobHoldings,
-    JobFence,
-    ResultReport,
-    UploadGrant,
-)
+from runnercli.protocol import RAW_UPLOAD_MIN_BYTES, BlobHoldings, JobFence, ResultReport
+
+# Uploaded and UploadRefused are named here too, as the other stages import them.
+__all__ = [
+    "Blob",
+    "UploadRefused",
+    "Uploaded",
+    "read_chunk",
+    "resend_blobs",
+    "upload",
+    "upload_many",
+]
 
 # How long an upload waits for a server it cannot reach before giving up (the result still
 # names the blob: delivering it uploads the blob again when the server says it lacks it).
 UPLOAD_PATIENCE_S = 600.0
-UPLOAD_BACKOFF_CAP_S = 10.0
-# A server that keeps moving the resume point without progress is not followed for ever.
-MAX_RESUMES = 5
 # Blobs sent at once (each one's chunks go in order): the runner encodes one chunk while
 # the server stores another.
 UPLOADS_AT_ONCE = 4
-
-
-class UploadRefused(Exception):
-    """The server refused the blob for good (over its limit, a digest that does not match,
-    the lease lost); the message is its reason."""
-
-
-@dataclass
-class Uploaded:
-    """What an upload did: the chunks it sent and their bytes (none when the server held the
-    blob already)."""
-
-    sha256: str
-    chunks: int = 0
-    sent_bytes: int = 0
-
-    @property
-    def held_already(self) -> bool:
-        return self.chunks == 0
-
-
-def read_chunk(source: Source, offset: int, size: int) -> bytes:
-    if isinstance(source, bytes):
-        return source[offset : offset + size]
-    with source.open("rb") as handle:
-        handle.seek(offset)
-        return handle.read(size)
 
 
 async def upload(
@@ -91,12 +70,12 @@ async def upload(
     refuses it, ServerUnavailable when it stayed out of reach past `patience_s` (or `abort`
     was set)."""
     done = Uploaded(sha256)
-    waiting = _Waiting(abort, patience_s)
+    waiting = Waiting(abort, patience_s)
     offset = None if holdings is None else _resume_at(holdings, sha256)
     if offset is not None and offset < 0:
         return done
     if size >= RAW_UPLOAD_MIN_BYTES and client.offers("raw_upload"):
-        return await _upload_raw(client, fence, source, sha256, size, done, waiting)
+        return await upload_raw(client, fence, source, sha256, size, done, waiting)
     resumes = 0
     while True:
         try:
@@ -188,90 +167,6 @@ async def _send_from(
         if final:
             return -1
         offset = ack.stored
-
-
-class _Resume(Exception):
-    """The server stands elsewhere (or the URL expired): ask it again where to go on."""
-
-
-async def _upload_raw(
-    client: RunnerClient,
-    fence: JobFence,
-    source: Source,
-    sha256: str,
-    size: int,
-    done: Uploaded,
-    waiting: _Waiting,
-) -> Uploaded:
-    """The blob as raw bytes: `PUT` chunks to the URL `begin_upload` gives, from the offset
-    the server holds, asking again after a dropped connection."""
-    resumes = 0
-    while True:
-        try:
-            grant = await begin_upload(client, fence, sha256, size)
-            if grant.committed:
-                return done
-            await _put_from(client, grant, source, size, done)
-            return done
-        except ServerUnavailable:
-            if not await waiting.wait():
-                raise
-        except _Resume as exc:
-            resumes += 1
-            if resumes > MAX_RESUMES:
-                raise UploadRefused(f"blob {sha256}: {exc}") from exc
-
-
-async def _put_from(
-    client: RunnerClient, grant: UploadGrant, source: Source, size: int, done: Uploaded
-) -> None:
-    """`PUT` chunks from the grant's offset until the server says the blob is committed."""
-    step = max(1, min(grant.chunk_bytes or MAX_RAW_CHUNK_BYTES, MAX_RAW_CHUNK_BYTES))
-    offset = grant.offset
-    while True:
-        chunk = await asyncio.to_thread(read_chunk, source, offset, step)
-        if not chunk:
-            raise UploadRefused(f"the file ended at {offset} bytes, not {size}: it changed")
-        headers = {
-            "Content-Range": f"bytes {offset}-{offset + len(chunk) - 1}/{size}",
-            "Content-Type": "application/octet-stream",
-        }
-        reply = await client.raw("PUT", grant.url, content=chunk, headers=headers)
-        done.chunks += 1
-        done.sent_bytes += len(chunk)
-        if reply.status_code >= 500:
-            raise ServerUnavailable(f"{client.site}: HTTP {reply.status_code}")
-        try:
-            body = reply.json()
-        except ValueError:
-            body = {}
-        if reply.status_code in (200, 201):
-            if body.get("committed"):
-                return
-            offset = int(body.get("offset", offset + len(chunk)))
-            continue
-        reason = str(body.get("detail") or f"HTTP {reply.status_code}")
-        if reply.status_code in (409, 410):
-            raise _Resume(reason)
-        raise UploadRefused(reason)
-
-
-class _Waiting:
-    """Backoff while the server is out of reach, within a patience and until an abort."""
-
-    def __init__(self, abort: asyncio.Event | None, patience_s: float) -> None:
-        self.abort = abort or asyncio.Event()
-        self.deadline = time.monotonic() + patience_s
-        self.backoff = Backoff(cap_s=UPLOAD_BACKOFF_CAP_S)
-
-    async def wait(self) -> bool:
-        """Wait before the next try; False when there is no more patience."""
-        if self.abort.is_set() or time.monotonic() > self.deadline:
-            return False
-        delay = min(self.backoff.next_delay(), max(0.0, self.deadline - time.monotonic()))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.abort.wait(), delay)
-        return not self.abort.is_set()
 
 
 async def resend_blobs(

@@ -5,7 +5,11 @@ A harness that drives a screen (a headless browser, say) writes frames, PNG or J
 `limits.screen_interval_ms` (`watcher.ScreenWatcher`; older unsent frames are never
 sent), and the newest once more when the case ends, so the filmstrip ends where the case did.
 A frame the server refuses is skipped; a refused lease stops the sending. `--no-screens`
-keeps them here: the directory is still given, nothing is sent.
+keeps them here: the directory is still given, nothing is sent. A frame goes inline in its
+call, but one of 256 KiB or more that the filmstrip will keep (the server says so in its
+reply to the frame before: never of a case's first) goes up by raw `PUT` first when both
+sides do `raw_upload`, and the call names the blob: the strip keeps it as it is, with no
+base64 on the way.
 
 The directories are the runner's own (beside its case files, removed when it exits), each
 given to one case at a time and emptied after it: most harnesses never write a frame, and
@@ -17,19 +21,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import os
 import shutil
 from pathlib import Path
 
+from runnercli.case.artifacts.upload import UploadRefused, upload
 from runnercli.case.input import case_files_dir
 from runnercli.case.pipeline import CaseContext, Stage
 from runnercli.case.screens.calls import report_case_screen
 from runnercli.case.screens.watcher import Frame, ScreenWatcher, Skipped
 from runnercli.case.trace.events import now_ms
 from runnercli.client import RunnerClient, ServerUnavailable, ToolCallError
+from runnercli.protocol import RAW_UPLOAD_MIN_BYTES, BlobRef, JobFence
 
 SCREEN_DIR_ENV = "EVERDICT_SCREEN_DIR"
 TICK_S = 0.2
+# A frame is live only so long: its upload does not wait out a server out of reach.
+UPLOAD_PATIENCE_S = 5.0
 
 
 class ScreenDirs:
@@ -93,6 +102,9 @@ class Screens(Stage):
         self.looking = False
         self.refused: str | None = None
         self.sent = 0
+        # The server's word on the next frame (a server that does not say it takes no blob
+        # for a frame): the first frame of a case goes inline.
+        self.keeps_next = False
 
     async def start(self, case: CaseContext) -> None:
         directory = self.directory = self.dirs.acquire()
@@ -156,6 +168,7 @@ class Screens(Stage):
 
     async def _send(self, case: CaseContext, frame: Frame) -> None:
         try:
+            blob = await self._uploaded(case, frame)
             ack = await report_case_screen(
                 self.client,
                 job_id=case.job.job_id,
@@ -163,6 +176,7 @@ class Screens(Stage):
                 media_type=frame.media_type,
                 data=frame.data,
                 taken_at=frame.taken_at,
+                blob=blob,
             )
         except ServerUnavailable:
             return  # a newer frame goes at the next interval
@@ -172,7 +186,24 @@ class Screens(Stage):
         if not ack.accepted:
             self.refused = ack.reason
             return
+        self.keeps_next = ack.keeps_next
         self.sent += 1
+
+    async def _uploaded(self, case: CaseContext, frame: Frame) -> BlobRef | None:
+        """The frame as a blob uploaded by `PUT`, when the filmstrip keeps it and it is too
+        large to go inline well (both sides doing `raw_upload`); None: send it inline."""
+        size = len(frame.data)
+        if not self.keeps_next or size < RAW_UPLOAD_MIN_BYTES:
+            return None
+        if not self.client.offers("raw_upload"):
+            return None
+        digest = hashlib.sha256(frame.data).hexdigest()
+        fence = JobFence(job_id=case.job.job_id, lease_epoch=case.job_run.epoch)
+        try:
+            await upload(self.client, fence, frame.data, digest, size, patience_s=UPLOAD_PATIENCE_S)
+        except (UploadRefused, ToolCallError):
+            return None  # inline, then: the call says why if it is refused too
+        return BlobRef(sha256=digest, size=size, media_type=frame.media_type)
 
 
 def _has_files(directory: Path) -> bool:
