@@ -145,8 +145,9 @@ def case_tests(*, a: Sequence[CaseTally], b: Sequence[CaseTally]) -> list[CaseTe
     if not p_values:
         return []
     adjusted = false_discovery_control(p_values, method="bh")
+    # Thousands a compare, each two plain numbers made here: not validated again.
     return [
-        CaseTest(p_value=p, fdr_significant=bool(q <= ALPHA))
+        CaseTest.model_construct(p_value=float(p), fdr_significant=bool(q <= ALPHA))
         for p, q in zip(p_values, adjusted, strict=True)
     ]
 
