@@ -60,7 +60,7 @@ def main() -> None:
 
     summary = Summary(f"compare: two runs of {args.cases:,} cases x {args.repeats} repeats")
     with scratch_database(args) as scratch:
-        from bulk import seeded_run
+        from bulk import analyzed, seeded_run
         from django.core.cache import cache
         from django.test import Client
 
@@ -78,6 +78,7 @@ def main() -> None:
             )
             for shift in (0, 1)
         )
+        analyzed()
         print(f"seeded two runs in {time.perf_counter() - began:.1f} s")
         client = Client(HTTP_HOST="127.0.0.1")
         client.force_login(member.user)

@@ -106,7 +106,7 @@ def main() -> None:
     size = f"{args.cases:,} cases x {args.events} trace events"
     summary = Summary(f"search: {size}")
     with scratch_database(args) as scratch:
-        from bulk import seeded_run, traces_add
+        from bulk import analyzed, seeded_run, traces_add
         from django.test import Client
 
         print(f"search — {machine_line(scratch)}")
@@ -117,6 +117,7 @@ def main() -> None:
         )
         needle = args.cases * 3 // 4
         written = traces_add(run, events=args.events, data=event(needle, args.events // 2))
+        analyzed()
         print(f"seeded {written:,} trace events in {time.perf_counter() - began:.1f} s")
         client = Client(HTTP_HOST="127.0.0.1")
         client.force_login(member.user)
