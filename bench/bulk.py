@@ -1,9 +1,12 @@
 """Runs of 10,000 or 100,000 settled results, written with bulk inserts (never through a runner):
-for `run_page.py`, and for the tests that prove the pages, replies and exports stay bounded."""
+for `run_page.py`, `compare_runs.py` and `search.py`, and for the tests that prove the pages,
+replies and exports stay bounded; and the in-process reads those benchmarks time."""
 
 from __future__ import annotations
 
 import json
+import statistics
+import time
 from collections.abc import Callable
 from itertools import islice
 from typing import Any
@@ -217,3 +220,29 @@ def analyzed() -> None:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
+
+
+def member_client(user: Any) -> Any:
+    """Django's test client signed in as `user`: a request through the whole stack, in
+    process."""
+    from django.test import Client
+
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.force_login(user)
+    return client
+
+
+def median_ms(
+    work: Callable[[], Any], repeat: int, before: Callable[[], None] | None = None
+) -> float:
+    """Median milliseconds of `repeat` calls of `work` (a request answering 200; `before` runs
+    untimed ahead of each)."""
+    times = []
+    for _ in range(repeat):
+        if before is not None:
+            before()
+        began = time.perf_counter()
+        response = work()
+        times.append((time.perf_counter() - began) * 1000)
+        assert response.status_code == 200, response.content[:300]
+    return statistics.median(times)
