@@ -11,6 +11,7 @@ listed a page at a time, regressions first: only the page's results are read one
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, NamedTuple
@@ -23,10 +24,10 @@ from core.errors import Invalid, NotFound
 from scorecards.diffs import Line, outputs_diff
 from scorecards.models import Case, CaseResult, Run, Verdict
 from scorecards.numbers import (
-    CaseTally,
     CaseTest,
     Estimate,
     Significance,
+    Tallied,
     case_tests,
     compare_passes,
     compare_scores,
@@ -79,10 +80,9 @@ class CaseCounts(NamedTuple):
         return 0 < self.passes < self.results
 
     @property
-    def tally(self) -> CaseTally:
-        """Its results as the numbers read them."""
-        settled = self.passes + self.fails + self.errors
-        return CaseTally(self.passes, settled, self.score_sum, self.judging)
+    def settled(self) -> int:
+        """Its settled results (a judging one is left out), as the numbers read them."""
+        return self.passes + self.fails + self.errors
 
     @property
     def verdicts(self) -> tuple[int, int, int, int]:
@@ -315,10 +315,8 @@ def run_compare(
         pair = counts_a.get(key), counts_b.get(key)
         changes.append(CaseChange(key, fraction_change(*pair), pair))
     changes.sort(key=lambda c: ORDER.index(c.change))
-    tallies_a = {key: counts.tally for key, counts in counts_a.items()}
-    tallies_b = {key: counts.tally for key, counts in counts_b.items()}
-    numbers = compare_numbers(run_a, run_b, tallies_a, tallies_b, scored=scored_a or scored_b)
-    _mark_case_tests(changes, tallies_a, tallies_b)
+    numbers = compare_numbers(run_a, run_b, counts_a, counts_b, scored=scored_a or scored_b)
+    _mark_case_tests(changes)
     pages = max(1, math.ceil(len(changes) / COMPARE_PAGE))
     if not 1 <= page <= pages:
         raise Invalid({"page": [f"Page {page} of {pages}: pages are numbered 1 to {pages}."]})
@@ -378,8 +376,8 @@ def _read_sides(run_a: Run, run_b: Run, listed: list[CaseChange]) -> None:
 def compare_numbers(
     run_a: Run,
     run_b: Run,
-    a: dict[str, CaseTally],
-    b: dict[str, CaseTally],
+    a: Mapping[str, Tallied],
+    b: Mapping[str, Tallied],
     *,
     scored: bool,
 ) -> Numbers:
@@ -399,16 +397,14 @@ def compare_numbers(
     )
 
 
-def _mark_case_tests(
-    changes: list[CaseChange], a: dict[str, CaseTally], b: dict[str, CaseTally]
-) -> None:
+def _mark_case_tests(changes: list[CaseChange]) -> None:
     """With repeats, Fisher's exact test of each regressed or fixed case, marked where it
     survives the Benjamini-Hochberg correction over them."""
     moved = []
     for change in changes:
-        if change.change not in (REGRESSED, FIXED) or change.key not in a or change.key not in b:
+        ta, tb = change.counts
+        if change.change not in (REGRESSED, FIXED) or ta is None or tb is None:
             continue
-        ta, tb = a[change.key], b[change.key]
         if (ta.settled > 1 or tb.settled > 1) and ta.settled and tb.settled:
             moved.append((change, ta, tb))
     if not moved:
