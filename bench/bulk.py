@@ -1,8 +1,12 @@
 """Runs of 10,000 or 100,000 settled results, written with bulk inserts (never through a runner):
-for `run_page.py`, and for the tests that prove the pages, replies and exports stay bounded."""
+for `run_page.py`, `compare_runs.py` and `search.py`, and for the tests that prove the pages,
+replies and exports stay bounded; and the in-process reads those benchmarks time."""
 
 from __future__ import annotations
 
+import json
+import statistics
+import time
 from collections.abc import Callable
 from itertools import islice
 from typing import Any
@@ -148,30 +152,97 @@ def results_add(
 
 def traces_add(run: Run, *, events: int, data: Callable[[int, int], dict[str, Any]]) -> int:
     """`events` trace events (`data(case, n)`) for the settled attempt of each result of a run
-    seeded with `attempts=True`, in bulk; the number written."""
-    from scorecards.traces.models import TraceEvent
+    seeded with `attempts=True`, in bulk (PostgreSQL: by COPY); the number written."""
+    from django.db import connection
 
-    results = CaseResult.objects.filter(run=run, attempt__isnull=False).values_list(
-        "attempt_id", "case__position"
+    # Read whole first: the COPY holds the connection while the rows are written.
+    results = list(
+        CaseResult.objects.filter(run=run, attempt__isnull=False).values_list(
+            "attempt_id", "case__position"
+        )
     )
     ts = 1_700_000_000_000
 
     def rows() -> Any:
-        for attempt_id, position in results.iterator(chunk_size=BATCH):
+        for attempt_id, position in results:
             for n in range(events):
                 body = data(position, n)
-                yield TraceEvent(
-                    attempt_id=attempt_id,
-                    seq=n,
-                    ts=ts + n,
-                    kind=str(body.get("kind", "message")),
-                    data=body,
-                    size=len(str(body)),
-                )
+                kind = str(body.get("kind", "message"))
+                yield attempt_id, n, ts + n, kind, body
 
-    pending = rows()
+    if connection.vendor == "postgresql":
+        return _traces_copied(rows(), rebuild=len(results) * events >= REBUILT_FROM)
+    from scorecards.traces.models import TraceEvent
+
+    pending = (
+        TraceEvent(attempt_id=a, seq=n, ts=t, kind=k, data=body, size=len(str(body)))
+        for a, n, t, k, body in rows()
+    )
     written = 0
     while batch := list(islice(pending, BATCH)):
         TraceEvent.objects.bulk_create(batch)
         written += len(batch)
     return written
+
+
+# From this many events, the trace's search index is built once after the COPY rather than
+# kept up row by row (a million events: minutes less).
+REBUILT_FROM = 100_000
+_TRACE_INDEX = "search_traceevent_data_trgm"
+
+
+def _traces_copied(rows: Any, *, rebuild: bool) -> int:
+    from django.db import connection
+
+    copy = "COPY scorecards_traceevent (attempt_id, seq, ts, kind, name, data, size) FROM STDIN"
+    written = 0
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [_TRACE_INDEX])
+        index = cursor.fetchone() if rebuild else None
+        if index:
+            cursor.execute(f"DROP INDEX {_TRACE_INDEX}")
+        with cursor.cursor.copy(copy) as out:
+            for attempt_id, seq, ts, kind, body in rows:
+                text = json.dumps(body)
+                out.write_row((attempt_id, seq, ts, kind, "", text, len(str(body))))
+                written += 1
+        if index:
+            cursor.execute(index[0])
+            cursor.execute("ANALYZE scorecards_traceevent")
+    return written
+
+
+def analyzed() -> None:
+    """Refresh the planner's statistics after a bulk seed, as autovacuum would soon after
+    (PostgreSQL; a no-op on SQLite)."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+
+
+def member_client(user: Any) -> Any:
+    """Django's test client signed in as `user`: a request through the whole stack, in
+    process."""
+    from django.test import Client
+
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.force_login(user)
+    return client
+
+
+def median_ms(
+    work: Callable[[], Any], repeat: int, before: Callable[[], None] | None = None
+) -> float:
+    """Median milliseconds of `repeat` calls of `work` (a request answering 200; `before` runs
+    untimed ahead of each)."""
+    times = []
+    for _ in range(repeat):
+        if before is not None:
+            before()
+        began = time.perf_counter()
+        response = work()
+        times.append((time.perf_counter() - began) * 1000)
+        assert response.status_code == 200, response.content[:300]
+    return statistics.median(times)

@@ -88,7 +88,9 @@ def pass_numbers(pairs: Pairs, estimates: tuple[Estimate, Estimate]) -> str:
     significance = compare_passes(a=pairs.a, b=pairs.b)
     if any(t.settled > 1 for t in pairs.a):
         changed = [
-            (x, y) for x, y in zip(pairs.a, pairs.b, strict=True) if x.fraction != y.fraction
+            (x, y)
+            for x, y in zip(pairs.a, pairs.b, strict=True)
+            if x.passes / x.settled != y.passes / y.settled
         ]
         case_tests(a=[x for x, _ in changed], b=[y for _, y in changed])
     return compare_sentence(a=estimates[0], b=estimates[1], significance=significance)

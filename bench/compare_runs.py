@@ -11,12 +11,10 @@ dropped first; warm: as a second look finds them. Target: compare ≤ 1 s.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from databases import add_database_arguments, scratch_database
 from report import Summary, finish, machine_line
@@ -38,18 +36,6 @@ def verdicts(shift: int) -> Callable[[int, int], str]:
     )
 
 
-def timed(work: Callable[[], Any], repeat: int, before: Callable[[], None] | None = None) -> float:
-    times = []
-    for _ in range(repeat):
-        if before is not None:
-            before()
-        began = time.perf_counter()
-        response = work()
-        times.append((time.perf_counter() - began) * 1000)
-        assert response.status_code == 200, response.content[:300]
-    return statistics.median(times)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=10_000)
@@ -60,9 +46,8 @@ def main() -> None:
 
     summary = Summary(f"compare: two runs of {args.cases:,} cases x {args.repeats} repeats")
     with scratch_database(args) as scratch:
-        from bulk import seeded_run
+        from bulk import analyzed, median_ms, member_client, seeded_run
         from django.core.cache import cache
-        from django.test import Client
 
         print(f"compare_runs — {machine_line(scratch)}")
         member = seed_member()
@@ -78,13 +63,13 @@ def main() -> None:
             )
             for shift in (0, 1)
         )
+        analyzed()
         print(f"seeded two runs in {time.perf_counter() - began:.1f} s")
-        client = Client(HTTP_HOST="127.0.0.1")
-        client.force_login(member.user)
+        client = member_client(member.user)
         compare = f"/api/runs/{b.pk}/compare?baseline={a.pk}"
-        get_ms = timed(lambda: client.get(f"/api/runs/{b.pk}"), args.repeat, cache.clear)
-        cold_ms = timed(lambda: client.get(compare), args.repeat, cache.clear)
-        warm_ms = timed(lambda: client.get(compare), args.repeat)
+        get_ms = median_ms(lambda: client.get(f"/api/runs/{b.pk}"), args.repeat, cache.clear)
+        cold_ms = median_ms(lambda: client.get(compare), args.repeat, cache.clear)
+        warm_ms = median_ms(lambda: client.get(compare), args.repeat)
         numbers = client.get(compare).json()["numbers"]
         print(numbers["sentence"])
         summary.add(

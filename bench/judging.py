@@ -23,7 +23,7 @@ from typing import Any
 from databases import add_database_arguments, scratch_database
 from report import Summary, finish, machine_line
 from runner_overhead import _run_status, _wait_connected, _write_config, start_runner
-from seeding import Member, pair_runners, seed_member
+from seeding import Member, pair_runners, seed_member, seed_suite
 from servers import daphne, server_env
 
 ANSWER = json.dumps({"pass": True, "score": 1.0, "reason": "trivial judge"})
@@ -42,18 +42,6 @@ JUDGED: dict[str, Any] = {
 }
 # What a judge may add beside a trivial case's round, at most.
 TARGET_RATIO = 3.0
-
-
-def seed(member: Member, name: str, spec: dict[str, Any], cases: int) -> None:
-    from scorecards.services import dataset_create, harness_create
-
-    harness_create(user=member.user, workspace_slug=member.slug, name=name, spec=spec)
-    dataset_create(
-        user=member.user,
-        workspace_slug=member.slug,
-        name=name,
-        cases=[{"key": f"c{i}", "input": {"i": i}, "expected": "ok"} for i in range(cases)],
-    )
 
 
 def run_to_end(server_url: str, member: Member, name: str) -> int:
@@ -113,9 +101,9 @@ def main() -> None:
     with scratch_database(args) as scratch:
         print(f"judging — {machine_line(scratch)}")
         member = seed_member()
-        seed(member, "warmup", JUDGED, 3)
-        seed(member, "contains", CONTAINS, args.cases)
-        seed(member, "judged", JUDGED, args.cases)
+        seed_suite(member, name="warmup", spec=JUDGED, cases=3, expected="ok")
+        seed_suite(member, name="contains", spec=CONTAINS, cases=args.cases, expected="ok")
+        seed_suite(member, name="judged", spec=JUDGED, cases=args.cases, expected="ok")
         ((runner_id, token),) = pair_runners(member.user, 1, label="judging")
         config = scratch.workdir / "runner.json"
         with daphne(scratch, **server_env(args)) as server:

@@ -12,7 +12,6 @@ p50 ≤ 200 ms.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -51,16 +50,6 @@ def event(needle_case: int, needle_n: int) -> Callable[[int, int], dict[str, Any
         return {"kind": "message", "text": f"Looking at case {case}, step {n}: reading files."}
 
     return data
-
-
-def timed(work: Callable[[], Any], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        began = time.perf_counter()
-        response = work()
-        times.append((time.perf_counter() - began) * 1000)
-        assert response.status_code == 200, response.content[:300]
-    return statistics.median(times)
 
 
 def insert_ms(attempt_id: int, first_seq: int, count: int) -> float:
@@ -106,8 +95,7 @@ def main() -> None:
     size = f"{args.cases:,} cases x {args.events} trace events"
     summary = Summary(f"search: {size}")
     with scratch_database(args) as scratch:
-        from bulk import seeded_run, traces_add
-        from django.test import Client
+        from bulk import analyzed, median_ms, member_client, seeded_run, traces_add
 
         print(f"search — {machine_line(scratch)}")
         member = seed_member()
@@ -117,17 +105,17 @@ def main() -> None:
         )
         needle = args.cases * 3 // 4
         written = traces_add(run, events=args.events, data=event(needle, args.events // 2))
+        analyzed()
         print(f"seeded {written:,} trace events in {time.perf_counter() - began:.1f} s")
-        client = Client(HTTP_HOST="127.0.0.1")
-        client.force_login(member.user)
+        client = member_client(member.user)
         query = {"q": PHRASE.upper()}
         reply = client.get(f"/api/runs/{run.pk}/search", query).json()
         assert [m["case"] for m in reply["matches"]] == [f"c{needle}"], reply
         print(reply["matches"][0]["hits"][0]["snippet"])
-        get_ms = timed(lambda: client.get(f"/api/runs/{run.pk}"), args.repeat)
-        run_ms = timed(lambda: client.get(f"/api/runs/{run.pk}/search", query), args.repeat)
+        get_ms = median_ms(lambda: client.get(f"/api/runs/{run.pk}"), args.repeat)
+        run_ms = median_ms(lambda: client.get(f"/api/runs/{run.pk}/search", query), args.repeat)
         workspace = f"/api/workspaces/{member.slug}/search"
-        ws_ms = timed(lambda: client.get(workspace, query), args.repeat)
+        ws_ms = median_ms(lambda: client.get(workspace, query), args.repeat)
         for figure, value in (
             (f"GET run search, {size}, p50", run_ms),
             ("GET workspace search, the same, p50", ws_ms),

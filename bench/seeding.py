@@ -34,9 +34,14 @@ def seed_member(username: str = "bench", slug: str = "bench") -> Member:
 
 
 def seed_suite(
-    member: Member, *, name: str, cases: int, spec: dict[str, Any] | None = None
+    member: Member,
+    *,
+    name: str,
+    cases: int,
+    spec: dict[str, Any] | None = None,
+    expected: str = "0",
 ) -> None:
-    """A harness and a dataset of `cases` cases, both named `name`."""
+    """A harness and a dataset of `cases` cases expecting `expected`, both named `name`."""
     from scorecards.services import dataset_create, harness_create
 
     harness_create(user=member.user, workspace_slug=member.slug, name=name, spec=spec or NO_OP_SPEC)
@@ -44,7 +49,7 @@ def seed_suite(
         user=member.user,
         workspace_slug=member.slug,
         name=name,
-        cases=[{"key": f"c{i}", "input": {"i": i}, "expected": "0"} for i in range(cases)],
+        cases=[{"key": f"c{i}", "input": {"i": i}, "expected": expected} for i in range(cases)],
     )
 
 

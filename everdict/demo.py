@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import signal
 import sys
@@ -22,8 +23,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from everdict.demo_browser import BROWSER_DATASET, BROWSER_HARNESS, has_chromium
-from everdict.demo_judge import JUDGED_HARNESS
+from everdict.demo_browser import browser_run
+from everdict.demo_judge import judged_run
 from everdict.demo_seed import (
     ALLOWED,
     DATASET,
@@ -34,13 +35,7 @@ from everdict.demo_seed import (
     demo_seed,
     demo_user,
 )
-from everdict.demo_verify import (
-    REPO_NAME,
-    VERIFY_DATASET,
-    VERIFY_HARNESS,
-    calc_checkout,
-    has_pytest,
-)
+from everdict.demo_verify import REPO_NAME, calc_checkout, verified_run
 from everdict.demo_web import WEB_DOCKER_HARNESS, demo_static_image
 from everdict.processes import (
     Proc,
@@ -355,13 +350,8 @@ def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console
         runner_env,
     )
     _wait_for_hello(runner_log, log_start, children)
-    run = _watched_run(
-        user,
-        runner,
-        server,
-        children,
-        args,
-        console,
+    watch = functools.partial(_watched_run, user, runner, server, children, args, console)
+    run = watch(
         harness=HARNESS,
         dataset=DATASET,
         concurrency=CONCURRENCY,
@@ -369,9 +359,9 @@ def _demo(args: argparse.Namespace, state_dir: Path, children: Children, console
     )
     if not run.is_terminal:
         console.print(f"The run has not finished within {args.timeout:.0f}s; it goes on.")
-    _judged_run(user, runner, server, children, args, console)
-    _verified_run(user, runner, server, children, args, console)
-    _browser_run(user, runner, server, children, args, console)
+    judged_run(watch, dataset=DATASET, concurrency=CONCURRENCY)
+    verified_run(watch, console)
+    browser_run(watch, console)
     console.print(f"Serving at {server}/ — press Ctrl-C to stop.")
     while True:
         _check_alive(children)
@@ -408,67 +398,6 @@ def _watched_run(
     run = _wait_for_run(run.pk, children, args.timeout, console.print)
     print_summary(run, url, console)
     return run
-
-
-def _judged_run(
-    user: User, runner: Any, server: str, children: Children, args: Any, console: Any
-) -> None:
-    """The same questions graded by the demo's judge: verdicts with reasons and judged_by."""
-    _watched_run(
-        user,
-        runner,
-        server,
-        children,
-        args,
-        console,
-        harness=JUDGED_HARNESS,
-        dataset=DATASET,
-        concurrency=CONCURRENCY,
-        says=", graded by a judge on this machine: ",
-    )
-
-
-def _verified_run(
-    user: User, runner: Any, server: str, children: Children, args: Any, console: Any
-) -> None:
-    """The verified harness: the fix passes, the edited test is tampered and fails."""
-    if not has_pytest():
-        console.print(f"No pytest here: the {VERIFY_HARNESS} harness's verifier needs it.")
-        return
-    _watched_run(
-        user,
-        runner,
-        server,
-        children,
-        args,
-        console,
-        harness=VERIFY_HARNESS,
-        dataset=VERIFY_DATASET,
-        says=", its agent's change verified by pytest: ",
-    )
-
-
-def _browser_run(
-    user: User, runner: Any, server: str, children: Children, args: Any, console: Any
-) -> None:
-    """A run of the browser harness, watched live on its page, when chromium is here."""
-    if not has_chromium():
-        console.print(
-            f"No chromium here: the {BROWSER_HARNESS} harness (a browser the run page watches) "
-            "needs chromium and the playwright package; `apt-get install chromium` to see it."
-        )
-        return
-    _watched_run(
-        user,
-        runner,
-        server,
-        children,
-        args,
-        console,
-        harness=BROWSER_HARNESS,
-        dataset=BROWSER_DATASET,
-        says=" of chromium driven headless: watch it at ",
-    )
 
 
 if __name__ == "__main__":

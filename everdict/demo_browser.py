@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,3 +41,19 @@ def has_chromium() -> bool:
     except ImportError:
         return False
     return any(shutil.which(name) for name in ("chromium", "chromium-browser"))
+
+
+def browser_run(watch: Callable[..., Any], console: Any) -> None:
+    """A run of the browser harness, watched live on its page, when chromium is here (`watch`
+    starts a run on the demo's runner, says it, waits for it and summarises it)."""
+    if not has_chromium():
+        console.print(
+            f"No chromium here: the {BROWSER_HARNESS} harness (a browser the run page watches) "
+            "needs chromium and the playwright package; `apt-get install chromium` to see it."
+        )
+        return
+    watch(
+        harness=BROWSER_HARNESS,
+        dataset=BROWSER_DATASET,
+        says=" of chromium driven headless: watch it at ",
+    )

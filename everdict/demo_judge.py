@@ -5,11 +5,9 @@ user sees a judged run, its reasons and who judged it, without any login."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    pass
+from typing import Any
 
 JUDGED_HARNESS = "demo-judged"
 # What a member allows for it: the harness, and its judge (allowed like a harness).
@@ -40,3 +38,14 @@ def judged_harness_spec() -> dict[str, Any]:
             },
         },
     }
+
+
+def judged_run(watch: Callable[..., Any], *, dataset: str, concurrency: int) -> None:
+    """The demo's questions graded by its judge: verdicts with reasons and judged_by (`watch`
+    starts a run on the demo's runner, says it, waits for it and summarises it)."""
+    watch(
+        harness=JUDGED_HARNESS,
+        dataset=dataset,
+        concurrency=concurrency,
+        says=", graded by a judge on this machine: ",
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +81,16 @@ def calc_checkout(state_dir: Path) -> Path:
     for args in (["init", "-q"], ["add", "--all"], ["commit", "-q", "-m", "calc with a bug"]):
         subprocess.run(["git", "-C", str(path), *identity, *args], check=True)
     return path
+
+
+def verified_run(watch: Callable[..., Any], console: Any) -> None:
+    """The verified harness: the fix passes, the edited test is tampered and fails (`watch`
+    starts a run on the demo's runner, says it, waits for it and summarises it)."""
+    if not has_pytest():
+        console.print(f"No pytest here: the {VERIFY_HARNESS} harness's verifier needs it.")
+        return
+    watch(
+        harness=VERIFY_HARNESS,
+        dataset=VERIFY_DATASET,
+        says=", its agent's change verified by pytest: ",
+    )

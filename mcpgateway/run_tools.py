@@ -19,7 +19,7 @@ from mcpgateway.calls import in_thread
 from scorecards.replies.compare import CompareReply
 from scorecards.replies.results import ResultPage
 from scorecards.replies.runs import RunPage, RunReply
-from scorecards.selectors.compare import run_compare
+from scorecards.selectors.compare import COMPARE_PAGE, run_compare
 from scorecards.selectors.results import MAX_RESULTS_PAGE, RESULTS_PAGE, results_page, run_overview
 from scorecards.selectors.runs import run_get, runs_page
 from scorecards.services import (
@@ -54,8 +54,8 @@ def _results(user: User, run_id: int, **kwargs: Any) -> ResultPage:
     return ResultPage.of(*results_page(run_get(user=user, run_id=run_id), **kwargs))
 
 
-def _compared(user: User, a: int | None, b: int) -> CompareReply:
-    return CompareReply.of(run_compare(user=user, a=a, b=b))
+def _compared(user: User, a: int | None, b: int, page: int) -> CompareReply:
+    return CompareReply.of(run_compare(user=user, a=a, b=b, page=page))
 
 
 def _runs(**kwargs: Any) -> RunPage:
@@ -164,11 +164,21 @@ async def compare_runs(
             "harness over the same dataset."
         ),
     ] = None,
+    page: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=2**31,
+            description=f"Which page of cases to list ({COMPARE_PAGE} a page, regressions "
+            "first): the last reply's `next_page`.",
+        ),
+    ] = 1,
 ) -> CompareReply:
-    """Compare run B with baseline A case by case on pass fractions: regressions (a case's
-    pass fraction fell), fixes, changed, missing, unchanged."""
+    """Compare run B with baseline A: whether B differs beyond noise (`numbers`), then case by
+    case on pass fractions, a page at a time: regressions (a case's pass fraction fell),
+    fixes, changed, missing, unchanged; `counts` are every case's."""
     user = current_principal().require_user("compare_runs")
-    return await in_thread(_compared, user=user, a=a, b=b)
+    return await in_thread(_compared, user=user, a=a, b=b, page=page)
 
 
 async def rerun(run_id: RunId, only: Literal["failed", "unfinished"]) -> RunReply:

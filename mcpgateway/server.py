@@ -22,6 +22,7 @@ from mcpgateway.case_trace_tools import CASE_TRACE_TOOLS
 from mcpgateway.catalog_tools import CATALOG_TOOLS
 from mcpgateway.fs_tools import FS_PERSONAL_TOOLS, FS_RUNNER_TOOLS
 from mcpgateway.personal_tools import PERSONAL_TOOLS
+from mcpgateway.review_tools import REVIEW_TOOLS
 from mcpgateway.run_tools import RUN_TOOLS
 from mcpgateway.runner_tools import RUNNER_TOOLS
 from mcpgateway.search_tools import SEARCH_TOOLS
@@ -46,7 +47,9 @@ list_api_keys, approve_device_pairing; start_run, get_run, list_results, list_ru
 compare_runs, rerun, cancel_run; regrade_run, set_verdict, withdraw_verdict (score stored
 outputs again; a person's verdict on a case); get_case, get_artifact (a case whole, and the files it
 left); get_case_trace (what the agent did, step by step); search_runs (a literal text in a run's or
-a workspace's outputs, reasons and traces); push_catalog (harness and dataset
+a workspace's outputs, reasons and traces); get_review_queue, review_result (what needs a
+person, and a person's pass, fail, confirm or note); list_harnesses (with how often people
+agreed with each judge); push_catalog (harness and dataset
 files pushed as one change: a new version only where the content changed)."""
 
 
@@ -86,6 +89,7 @@ def build_server() -> MCPServer:
                 *FS_PERSONAL_TOOLS,
                 *CASE_TRACE_TOOLS,
                 *SEARCH_TOOLS,
+                *REVIEW_TOOLS,
                 *CATALOG_TOOLS,
             ]
         ],

@@ -18,7 +18,7 @@ from scorecards.api.paging import NewestFirst
 from scorecards.models import Run, RunStatus
 from scorecards.replies.compare import CompareReply
 from scorecards.replies.runs import LogLine, LogLines, RunItem, RunItemPage, RunReply
-from scorecards.selectors.compare import run_compare
+from scorecards.selectors.compare import COMPARE_PAGE, run_compare
 from scorecards.selectors.results import run_overview
 from scorecards.selectors.runs import run_get, run_logs, runs_of
 from scorecards.services import (
@@ -147,12 +147,19 @@ class RunCompareView(APIView):
                 str,
                 description="The run to compare with, or `previous` (default): the latest "
                 "earlier finished run of the same harness over the same dataset.",
-            )
+            ),
+            OpenApiParameter(
+                "page",
+                int,
+                description="Which page of cases to list (from 1, regressions first; "
+                f"{COMPARE_PAGE} a page): the reply's `next_page`.",
+            ),
         ],
         responses=CompareReply,
     )
     def get(self, request: Request, run_id: int) -> Response:
         baseline = request.query_params.get("baseline", "previous")
         a = None if baseline == "previous" else query_int("baseline", baseline)
-        comparison = run_compare(user=signed_in(request), b=run_id, a=a)
+        page = query_int("page", request.query_params.get("page"), default=1, lowest=1)
+        comparison = run_compare(user=signed_in(request), b=run_id, a=a, page=page)
         return Response(CompareReply.of(comparison).data())

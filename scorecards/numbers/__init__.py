@@ -24,7 +24,7 @@ from scorecards.numbers.significance import (
     mcnemar_p,
     sign_flip_p,
 )
-from scorecards.numbers.tallies import CaseTally, Pairs, pair_by_key
+from scorecards.numbers.tallies import CaseTally, Pairs, Tallied, pair_by_key
 
 __all__ = [
     "ALPHA",
@@ -38,6 +38,7 @@ __all__ = [
     "Estimate",
     "Pairs",
     "Significance",
+    "Tallied",
     "bootstrap_interval",
     "case_tests",
     "compare_passes",

@@ -18,7 +18,7 @@ from scipy.stats import binomtest, false_discovery_control, fisher_exact, norm
 from scorecards.numbers.figures import CaseTest, Method, Significance, Verdict
 from scorecards.numbers.intervals import SEED, bootstrap_interval
 from scorecards.numbers.resampling import Floats, all_flipped_sums, flipped_sums
-from scorecards.numbers.tallies import CaseTally, fractions, mean_scores
+from scorecards.numbers.tallies import Tallied, fractions, mean_scores
 
 ALPHA = 0.05
 POWER = 0.8
@@ -32,9 +32,7 @@ _Z_SUM = float(norm.ppf(1 - ALPHA / 2) + norm.ppf(POWER))
 _PP_DIGITS = 2
 
 
-def compare_passes(
-    *, a: Sequence[CaseTally], b: Sequence[CaseTally], seed: int = SEED
-) -> Significance:
+def compare_passes(*, a: Sequence[Tallied], b: Sequence[Tallied], seed: int = SEED) -> Significance:
     """Compare B's passes with A's, case i of A paired with case i of B: exact McNemar when
     every case settled once in both runs, else the permutation test on pass fractions."""
     _check_paired(a, b)
@@ -47,9 +45,7 @@ def compare_passes(
     return _significance(differences, "paired_permutation", p_value, seed)
 
 
-def compare_scores(
-    *, a: Sequence[CaseTally], b: Sequence[CaseTally], seed: int = SEED
-) -> Significance:
+def compare_scores(*, a: Sequence[Tallied], b: Sequence[Tallied], seed: int = SEED) -> Significance:
     """Compare B's mean scores with A's, case i of A paired with case i of B, by the
     permutation test."""
     _check_paired(a, b)
@@ -58,7 +54,7 @@ def compare_scores(
     return _significance(differences, "paired_permutation", p_value, seed)
 
 
-def _check_paired(a: Sequence[CaseTally], b: Sequence[CaseTally]) -> None:
+def _check_paired(a: Sequence[Tallied], b: Sequence[Tallied]) -> None:
     if len(a) != len(b):
         raise ValueError(f"{len(a)} cases of A paired with {len(b)} of B")
     if not all(t.settled for t in (*a, *b)):
@@ -133,7 +129,7 @@ def _verdict(delta: float, p_value: float) -> Verdict:
     return "better" if delta > 0 else "worse"
 
 
-def case_tests(*, a: Sequence[CaseTally], b: Sequence[CaseTally]) -> list[CaseTest]:
+def case_tests(*, a: Sequence[Tallied], b: Sequence[Tallied]) -> list[CaseTest]:
     """Fisher's exact test of each case's passes and failures in A against B (case i of A
     paired with case i of B), marked where it survives a Benjamini-Hochberg correction at
     5 % false discoveries over the cases given: give the regressed and fixed ones."""
@@ -145,8 +141,9 @@ def case_tests(*, a: Sequence[CaseTally], b: Sequence[CaseTally]) -> list[CaseTe
     if not p_values:
         return []
     adjusted = false_discovery_control(p_values, method="bh")
+    # Thousands a compare, each two plain numbers made here: not validated again.
     return [
-        CaseTest(p_value=p, fdr_significant=bool(q <= ALPHA))
+        CaseTest.model_construct(p_value=float(p), fdr_significant=bool(q <= ALPHA))
         for p, q in zip(p_values, adjusted, strict=True)
     ]
 

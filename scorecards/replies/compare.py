@@ -127,12 +127,20 @@ class CompareNumbers(Reply):
 
 class CompareReply(Reply):
     """Run B against baseline A: whether B differs beyond noise (`numbers`), then case by case
-    on pass fractions, regressions first."""
+    on pass fractions, regressions first, a page of cases at a time (`counts` are every
+    case's)."""
 
     a: RunRef
     b: RunRef
     numbers: CompareNumbers
-    counts: dict[str, int]
+    counts: dict[str, int] = Field(
+        description="Every case's change counted: regressed, fixed, changed, missing, "
+        "unchanged, and the cases whose agent changed a protected path in A and in B."
+    )
+    cases: int = Field(description="The cases in either run, every page together.")
+    page: int = Field(description="This page of cases, from 1.")
+    pages: int
+    next_page: int | None = Field(description="The `page` that lists the cases after these.")
     regressions: list[CaseChangeItem]
     fixes: list[CaseChangeItem]
     changed: list[CaseChangeItem] = Field(description="Same pass fraction, other verdicts.")
@@ -153,6 +161,10 @@ class CompareReply(Reply):
             b=RunRef.of(comparison.b),
             numbers=CompareNumbers.of(comparison.numbers),
             counts=comparison.counts,
+            cases=comparison.cases,
+            page=comparison.page,
+            pages=comparison.pages,
+            next_page=comparison.next_page,
             regressions=groups[REGRESSED],
             fixes=groups[FIXED],
             changed=groups[CHANGED],

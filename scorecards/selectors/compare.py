@@ -1,13 +1,22 @@
 """Compare two runs of the same dataset, case by case, on pass fractions over repeats:
 regressions and fixes first, flaky cases marked, outputs side by side; and whether B differs
-from A beyond noise, on the cases both settled (`scorecards.numbers`)."""
+from A beyond noise, on the cases both settled (`scorecards.numbers`).
+
+Each run's cases are tallied by the database (one grouped statement a run: results per
+verdict, the settled ones' score sum), so a compare of 10,000 cases with 5 repeats moves
+10,000 rows a run into Python, not 50,000; the statistics read those tallies. The cases are
+listed a page at a time, regressions first: only the page's results are read one by one.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NamedTuple
 
+from django.db.models import Count, Q, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Substr
 
@@ -15,10 +24,10 @@ from core.errors import Invalid, NotFound
 from scorecards.diffs import Line, outputs_diff
 from scorecards.models import Case, CaseResult, Run, Verdict
 from scorecards.numbers import (
-    CaseTally,
     CaseTest,
     Estimate,
     Significance,
+    Tallied,
     case_tests,
     compare_passes,
     compare_scores,
@@ -38,20 +47,54 @@ UNCHANGED = "unchanged"
 CHANGED = "changed"
 MISSING = "missing"
 ORDER = (REGRESSED, FIXED, CHANGED, MISSING, UNCHANGED)
-# Outputs shown side by side on the compare page, for this many changed cases at most.
-DIFFED_CASES = 200
+# Cases listed a page (regressions first); the compare page diffs the changed ones among them.
+COMPARE_PAGE = 200
+DIFFED_CASES = COMPARE_PAGE
 DIFFED_CHARS = 4096
+
+
+class CaseCounts(NamedTuple):
+    """One case in one run over its repeats, skipped ones left out (they never ran): its
+    results per verdict, the settled ones' score sum, its results whose agent changed a
+    protected path, its position in the run's dataset and its id. (A tuple: 10,000 a run.)"""
+
+    passes: int
+    fails: int
+    errors: int
+    judging: int
+    score_sum: float
+    tampered: int
+    position: int
+    case_id: int
+
+    @property
+    def results(self) -> int:
+        return self.passes + self.fails + self.errors + self.judging
+
+    @property
+    def fraction(self) -> float:
+        return self.passes / self.results
+
+    @property
+    def flaky(self) -> bool:
+        return 0 < self.passes < self.results
+
+    @property
+    def settled(self) -> int:
+        """Its settled results (a judging one is left out), as the numbers read them."""
+        return self.passes + self.fails + self.errors
+
+    @property
+    def verdicts(self) -> tuple[int, int, int, int]:
+        return (self.passes, self.fails, self.errors, self.judging)
 
 
 @dataclass
 class Side:
-    """One case in one run: its verdicts per repeat."""
+    """One case of the listed page in one run: its verdicts per repeat."""
 
     verdicts: list[str] = field(default_factory=list)
-    scores: list[float] = field(default_factory=list)
     runners: set[str] = field(default_factory=set)
-    # Where and with what the first repeat ran (compare names what differs between runs).
-    fingerprint: dict[str, Any] = field(default_factory=dict)
     # Its results whose agent changed a protected path (protocol 4's verifier).
     tampered: int = 0
 
@@ -78,13 +121,8 @@ class Side:
         """The first repeat's verdict (what a one-repeat run shows)."""
         return self.verdicts[0]
 
-    @cached_property
-    def tally(self) -> CaseTally:
-        """Its results as the numbers read them (read once the side is whole)."""
-        return CaseTally.of_results(zip(self.verdicts, self.scores, strict=True))
 
-
-def fraction_change(a: Side | None, b: Side | None) -> str:
+def fraction_change(a: CaseCounts | None, b: CaseCounts | None) -> str:
     """How one case moved from A to B: its pass fraction fell, rose, or stayed."""
     if a is None or b is None:
         return MISSING
@@ -92,15 +130,17 @@ def fraction_change(a: Side | None, b: Side | None) -> str:
         return REGRESSED
     if b.fraction > a.fraction:
         return FIXED
-    return UNCHANGED if sorted(a.verdicts) == sorted(b.verdicts) else CHANGED
+    return UNCHANGED if a.verdicts == b.verdicts else CHANGED
 
 
-@dataclass
+@dataclass(slots=True)
 class CaseChange:
     key: str
-    a: Side | None
-    b: Side | None
     change: str
+    counts: tuple[CaseCounts | None, CaseCounts | None]
+    # Read for the listed page only.
+    a: Side | None = None
+    b: Side | None = None
     diff: list[Line] | None = None
     # With repeats, a regressed or fixed case's Fisher test and its Benjamini-Hochberg mark.
     test: CaseTest | None = None
@@ -111,7 +151,7 @@ class CaseChange:
 
     @property
     def flaky(self) -> bool:
-        return any(side is not None and side.flaky for side in self.pair)
+        return any(side is not None and side.flaky for side in self.counts)
 
 
 @dataclass(frozen=True)
@@ -131,19 +171,37 @@ class Numbers:
 
 @dataclass(frozen=True)
 class Comparison:
+    """B against A: the numbers, every case's change counted, and one page of cases listed
+    (`changes`, regressions first) with their results read."""
+
     a: Run
     b: Run
-    changes: list[CaseChange]
     numbers: Numbers
+    counts: dict[str, int]
+    changes: list[CaseChange]
+    # Every regressed case of B (its id), and B's cases with a result that ran: what
+    # `confined_regressions` reads.
+    regressed: list[int]
+    cases_b: int
+    page: int
+    pages: int
 
     @property
-    def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys((*ORDER, "tampered_a", "tampered_b"), 0)
-        for change in self.changes:
-            counts[change.change] += 1
-            counts["tampered_a"] += change.a is not None and change.a.tampered > 0
-            counts["tampered_b"] += change.b is not None and change.b.tampered > 0
-        return counts
+    def cases(self) -> int:
+        return sum(self.counts[kind] for kind in ORDER)
+
+    @property
+    def listed_from(self) -> int:
+        """The first listed case's place among every case (from 1)."""
+        return (self.page - 1) * COMPARE_PAGE + 1
+
+    @property
+    def listed_to(self) -> int:
+        return self.listed_from + len(self.changes) - 1
+
+    @property
+    def next_page(self) -> int | None:
+        return self.page + 1 if self.page < self.pages else None
 
 
 def _run_in(user: User, run_id: int, workspace_slug: str | None) -> Run:
@@ -153,39 +211,58 @@ def _run_in(user: User, run_id: int, workspace_slug: str | None) -> Run:
     return run
 
 
-def _sides(run: Run) -> dict[str, Side]:
-    """Each case's verdicts and scores per repeat, the hosts that ran it, and its first
-    repeat's fingerprint (repeat 0). Where a case ran is read as text by the database, and the
-    fingerprint (a JSON document) for one repeat a case: a compare of 10,000 cases with 5
-    repeats decodes 10,000 documents, not 100,000."""
-    sides: dict[str, Side] = {}
-    # A skipped result never ran (the run's budget was spent first): in no pair.
+def _verdicts(verdict: str) -> Count:
+    return Count("pk", filter=Q(verdict=verdict))
+
+
+_COUNTED = (
+    "case_id",
+    "passes",
+    "fails",
+    "errors",
+    "judging",
+    "score_sum",
+    "tampered",
+    "graded",
+)
+
+
+def run_case_counts(run: Run) -> tuple[dict[str, CaseCounts], bool]:
+    """Each case of the run with a result that ran, by key (one statement grouped by case, and
+    the dataset's keys), and whether any of those results scored other than 0 or 1."""
+    settled = Q(verdict__in=(Verdict.PASS, Verdict.FAIL, Verdict.ERROR))
     rows = (
         CaseResult.objects.filter(run=run)
+        # A skipped result never ran (the run's budget was spent first): in no pair.
         .exclude(verdict=Verdict.SKIPPED)
-        .order_by("repeat")
-        .values_list(
-            "case__key",
-            "verdict",
-            "score",
-            KT("provenance__ran_on"),
-            KT("provenance__runner"),
-            KT("provenance__by"),
-            KT("tampered__0"),
+        .values("case_id")
+        .annotate(
+            passes=_verdicts(Verdict.PASS),
+            fails=_verdicts(Verdict.FAIL),
+            errors=_verdicts(Verdict.ERROR),
+            judging=_verdicts(Verdict.JUDGING),
+            score_sum=Sum("score", filter=settled),
+            tampered=Count("pk", filter=Q(tampered__0__isnull=False)),
+            graded=Count("pk", filter=~Q(score__in=(0.0, 1.0))),
         )
+        .order_by()
+        .values_list(*_COUNTED)
     )
-    for key, verdict, score, ran_on, runner, by, tampered in rows:
-        side = sides.setdefault(key, Side())
-        side.verdicts.append(verdict)
-        side.scores.append(score)
-        side.tampered += tampered is not None
-        if ran_on == "self-hosted":
-            side.runners.add(f"{runner or ''} by {by or ''}")
-    first = CaseResult.objects.filter(run=run, repeat=0)
-    for key, fingerprint in first.values_list("case__key", "fingerprint"):
-        if key in sides:
-            sides[key].fingerprint = fingerprint or {}
-    return sides
+    cases = {
+        pk: (key, position)
+        for pk, key, position in Case.objects.filter(dataset_id=run.dataset_id).values_list(
+            "pk", "key", "position"
+        )
+    }
+    counts: dict[str, CaseCounts] = {}
+    scored = False
+    for case_id, passes, fails, errors, judging, score_sum, tampered, graded in rows:
+        key, position = cases[case_id]
+        counts[key] = CaseCounts(
+            passes, fails, errors, judging, score_sum or 0.0, tampered, position, case_id
+        )
+        scored = scored or graded > 0
+    return counts, scored
 
 
 def _baseline(user: User, run_b: Run) -> Run:
@@ -202,11 +279,7 @@ def _baseline(user: User, run_b: Run) -> Run:
     return run_get(user=user, run_id=baseline.pk)
 
 
-def run_compare(
-    *, user: User, b: int, a: int | None = None, workspace_slug: str | None = None
-) -> Comparison:
-    """Per-case changes from run A to run B, regressions first; both must run the same dataset.
-    Without A, B's baseline: the previous finished run of the same harness and dataset."""
+def _runs(user: User, a: int | None, b: int, workspace_slug: str | None) -> tuple[Run, Run]:
     run_b = _run_in(user, b, workspace_slug)
     run_a = _baseline(user, run_b) if a is None else _run_in(user, a, workspace_slug)
     if run_a.workspace_id != run_b.workspace_id or run_a.dataset.name != run_b.dataset.name:
@@ -218,36 +291,99 @@ def run_compare(
                 ]
             }
         )
-    sides = {run.pk: _sides(run) for run in (run_a, run_b)}
-    # B's cases in B's order, then any case only A had.
-    keys = dict.fromkeys(
-        key
-        for dataset_id in (run_b.dataset_id, run_a.dataset_id)
-        for key in Case.objects.filter(dataset_id=dataset_id)
-        .order_by("position")
-        .values_list("key", flat=True)
-    )
+    return run_a, run_b
+
+
+def run_compare(
+    *,
+    user: User,
+    b: int,
+    a: int | None = None,
+    workspace_slug: str | None = None,
+    page: int = 1,
+) -> Comparison:
+    """Per-case changes from run A to run B, regressions first, `page` of them listed; both
+    must run the same dataset. Without A, B's baseline: the previous finished run of the same
+    harness and dataset."""
+    run_a, run_b = _runs(user, a, b, workspace_slug)
+    (counts_a, scored_a), (counts_b, scored_b) = run_case_counts(run_a), run_case_counts(run_b)
+    # B's cases in B's order, then any case only A had, in A's.
+    keys = sorted(counts_b, key=lambda key: counts_b[key].position)
+    keys += sorted(counts_a.keys() - counts_b.keys(), key=lambda key: counts_a[key].position)
     changes = []
     for key in keys:
-        side_a, side_b = sides[run_a.pk].get(key), sides[run_b.pk].get(key)
-        if side_a is None and side_b is None:
-            continue
-        changes.append(CaseChange(key, side_a, side_b, fraction_change(side_a, side_b)))
+        pair = counts_a.get(key), counts_b.get(key)
+        changes.append(CaseChange(key, fraction_change(*pair), pair))
     changes.sort(key=lambda c: ORDER.index(c.change))
-    numbers = compare_numbers(run_a, run_b, sides[run_a.pk], sides[run_b.pk])
+    numbers = compare_numbers(run_a, run_b, counts_a, counts_b, scored=scored_a or scored_b)
     _mark_case_tests(changes)
-    return Comparison(a=run_a, b=run_b, changes=changes, numbers=numbers)
-
-
-def compare_numbers(run_a: Run, run_b: Run, a: dict[str, Side], b: dict[str, Side]) -> Numbers:
-    """The paired numbers of B against A (seeded: the same runs give the same numbers)."""
-    pairs = pair_by_key(
-        a={key: side.tally for key, side in a.items()},
-        b={key: side.tally for key, side in b.items()},
+    pages = max(1, math.ceil(len(changes) / COMPARE_PAGE))
+    if not 1 <= page <= pages:
+        raise Invalid({"page": [f"Page {page} of {pages}: pages are numbered 1 to {pages}."]})
+    listed = changes[(page - 1) * COMPARE_PAGE : page * COMPARE_PAGE]
+    _read_sides(run_a, run_b, listed)
+    return Comparison(
+        a=run_a,
+        b=run_b,
+        numbers=numbers,
+        counts=_counted(changes),
+        changes=listed,
+        regressed=[c.counts[1].case_id for c in changes if c.change == REGRESSED and c.counts[1]],
+        cases_b=len(counts_b),
+        page=page,
+        pages=pages,
     )
+
+
+def _counted(changes: list[CaseChange]) -> dict[str, int]:
+    counts = dict.fromkeys((*ORDER, "tampered_a", "tampered_b"), 0)
+    for change in changes:
+        a, b = change.counts
+        counts[change.change] += 1
+        counts["tampered_a"] += a is not None and a.tampered > 0
+        counts["tampered_b"] += b is not None and b.tampered > 0
+    return counts
+
+
+def _read_sides(run_a: Run, run_b: Run, listed: list[CaseChange]) -> None:
+    """The listed cases' verdicts per repeat in each run, and the hosts that ran them."""
+    keys = [c.key for c in listed]
+    for name, run in (("a", run_a), ("b", run_b)):
+        sides: dict[str, Side] = {}
+        rows = (
+            CaseResult.objects.filter(run=run, case__key__in=keys)
+            .exclude(verdict=Verdict.SKIPPED)
+            .order_by("repeat")
+            .values_list(
+                "case__key",
+                "verdict",
+                KT("provenance__ran_on"),
+                KT("provenance__runner"),
+                KT("provenance__by"),
+                KT("tampered__0"),
+            )
+        )
+        for key, verdict, ran_on, runner, by, tampered in rows:
+            side = sides.setdefault(key, Side())
+            side.verdicts.append(verdict)
+            side.tampered += tampered is not None
+            if ran_on == "self-hosted":
+                side.runners.add(f"{runner or ''} by {by or ''}")
+        for change in listed:
+            setattr(change, name, sides.get(change.key))
+
+
+def compare_numbers(
+    run_a: Run,
+    run_b: Run,
+    a: Mapping[str, Tallied],
+    b: Mapping[str, Tallied],
+    *,
+    scored: bool,
+) -> Numbers:
+    """The paired numbers of B against A (seeded: the same runs give the same numbers)."""
+    pairs = pair_by_key(a=a, b=b)
     significance = compare_passes(a=pairs.a, b=pairs.b)
-    graded = (score for side in (*a.values(), *b.values()) for score in side.scores)
-    scored = any(score not in (0.0, 1.0) for score in graded)
     estimate_a = run_intervals(run_a)["pass_rate_ci"]
     estimate_b = run_intervals(run_b)["pass_rate_ci"]
     return Numbers(
@@ -264,29 +400,23 @@ def compare_numbers(run_a: Run, run_b: Run, a: dict[str, Side], b: dict[str, Sid
 def _mark_case_tests(changes: list[CaseChange]) -> None:
     """With repeats, Fisher's exact test of each regressed or fixed case, marked where it
     survives the Benjamini-Hochberg correction over them."""
-    moved = [
-        c
-        for c in changes
-        if c.change in (REGRESSED, FIXED)
-        and c.a is not None
-        and c.b is not None
-        and (c.a.tally.settled > 1 or c.b.tally.settled > 1)
-        and c.a.tally.settled
-        and c.b.tally.settled
-    ]
+    moved = []
+    for change in changes:
+        ta, tb = change.counts
+        if change.change not in (REGRESSED, FIXED) or ta is None or tb is None:
+            continue
+        if (ta.settled > 1 or tb.settled > 1) and ta.settled and tb.settled:
+            moved.append((change, ta, tb))
     if not moved:
         return
-    tests = case_tests(
-        a=[c.a.tally for c in moved if c.a is not None],
-        b=[c.b.tally for c in moved if c.b is not None],
-    )
-    for change, test in zip(moved, tests, strict=True):
+    tests = case_tests(a=[ta for _, ta, _ in moved], b=[tb for _, _, tb in moved])
+    for (change, _, _), test in zip(moved, tests, strict=True):
         change.test = test
 
 
 def output_diffs(comparison: Comparison, limit: int = DIFFED_CASES) -> None:
-    """Attach to the first `limit` changed cases the diff of A's output against B's (first
-    repeats, first 4 KiB)."""
+    """Attach to the first `limit` changed cases listed the diff of A's output against B's
+    (first repeats, first 4 KiB)."""
     shown = [c for c in comparison.changes if c.change in (REGRESSED, FIXED, CHANGED)][:limit]
     keys = [c.key for c in shown]
     outputs: dict[tuple[int, str], str] = {}

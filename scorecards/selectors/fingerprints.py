@@ -13,7 +13,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from scorecards.models import Run
+from django.db.models import TextField
+from django.db.models.functions import Cast
+
+from scorecards.models import CaseResult, Run, Verdict
 from scorecards.selectors.compare import Comparison
 
 # The machine's facts, by the name a page shows them under.
@@ -134,24 +137,33 @@ class FingerprintChange:
         return f"{self.fact} {self.before} → {self.after} on {self.cases} of {self.of} cases"
 
 
+def _first_fingerprints(run: Run) -> dict[str, Any]:
+    """The fingerprint of each case's first repeat in the run, by key (as the results' text,
+    decoded once per distinct fingerprint by the caller)."""
+    first = CaseResult.objects.filter(run=run, repeat=0).exclude(verdict=Verdict.SKIPPED)
+    return dict(first.values_list("case__key", Cast("fingerprint", TextField())))
+
+
 def fingerprint_changes(comparison: Comparison) -> list[FingerprintChange]:
-    """What differs between run A's and run B's fingerprints, case by case, most common first."""
-    pairs = [
-        (fingerprint_facts(change.a.fingerprint), fingerprint_facts(change.b.fingerprint))
-        for change in comparison.changes
-        if change.a is not None and change.b is not None
-    ]
-    pairs = [(a, b) for a, b in pairs if a and b]
+    """What differs between run A's and run B's fingerprints, case by case over the cases both
+    ran, most common first."""
+    a, b = _first_fingerprints(comparison.a), _first_fingerprints(comparison.b)
+    texts = Counter((a[key] or "", b[key] or "") for key in a.keys() & b.keys())
+    facts = {t: fingerprint_facts(json.loads(t) if t else None) for pair in texts for t in pair}
+    # In a fixed order: the facts first seen break ties between changes as common.
+    weighted = [((facts[ta], facts[tb]), n) for (ta, tb), n in sorted(texts.items())]
+    pairs = [(pair, n) for pair, n in weighted if pair[0] and pair[1]]
     changed: Counter[tuple[str, str, str]] = Counter()
     order: dict[str, int] = {}
-    for a, b in pairs:
-        for fact in [*a, *(name for name in b if name not in a)]:
+    for (before_facts, after_facts), cases in pairs:
+        for fact in [*before_facts, *(name for name in after_facts if name not in before_facts)]:
             order.setdefault(fact, len(order))
-            before, after = a.get(fact, NONE), b.get(fact, NONE)
+            before, after = before_facts.get(fact, NONE), after_facts.get(fact, NONE)
             if before != after:
-                changed[(fact, before, after)] += 1
+                changed[(fact, before, after)] += cases
+    paired = sum(cases for _, cases in pairs)
     return [
-        FingerprintChange(fact, before, after, cases=n, of=len(pairs))
+        FingerprintChange(fact, before, after, cases=n, of=paired)
         for (fact, before, after), n in sorted(
             changed.items(), key=lambda item: (-item[1], order[item[0][0]])
         )

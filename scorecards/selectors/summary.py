@@ -86,13 +86,14 @@ def mean_and_stderr(n: int, total: float, squares: float) -> dict[str, float | N
     return {"pass_fraction": round(mean, 4), "stderr": round(math.sqrt(variance / n), 4)}
 
 
-def run_tallies(run: Run) -> dict[str, CaseTally]:
-    """Each case of the run that has a result, by key: its passes among settled results, their
-    score sum, and its results still judging or skipped (one grouped statement)."""
+def run_tallies(run: Run) -> list[CaseTally]:
+    """Each case of the run that has a result: its passes among settled results, their score
+    sum, and its results still judging or skipped (one statement, grouped by case id: no join,
+    no sort)."""
     settled = Q(verdict__in=(Verdict.PASS, Verdict.FAIL, Verdict.ERROR))
     rows = (
         CaseResult.objects.filter(run=run)
-        .values("case__key")
+        .values("case_id")
         .annotate(
             passes=Count("pk", filter=Q(verdict=Verdict.PASS)),
             settled=Count("pk", filter=settled),
@@ -101,17 +102,12 @@ def run_tallies(run: Run) -> dict[str, CaseTally]:
             skipped=Count("pk", filter=Q(verdict=Verdict.SKIPPED)),
         )
         .order_by()
+        .values_list("passes", "settled", "score_sum", "judging", "skipped")
     )
-    return {
-        row["case__key"]: CaseTally(
-            passes=row["passes"],
-            settled=row["settled"],
-            score_sum=row["score_sum"] or 0.0,
-            judging=row["judging"],
-            skipped=row["skipped"],
-        )
-        for row in rows
-    }
+    return [
+        CaseTally(passes, settled, score_sum or 0.0, judging, skipped)
+        for passes, settled, score_sum, judging, skipped in rows
+    ]
 
 
 _INTERVALS_TTL_S = 24 * 3600
@@ -128,7 +124,7 @@ def run_intervals(run: Run, stamp: tuple[Any, ...] | None = None) -> dict[str, E
     cached = cache.get(key)
     if cached is not None and cached.get("stamp") == repr(stamp):
         return {name: Estimate.model_validate(cached[name]) for name in _INTERVALS}
-    tallies = list(run_tallies(run).values())
+    tallies = run_tallies(run)
     figures = {
         "pass_rate_ci": pass_rate_estimate(tallies),
         "mean_score_ci": mean_score_estimate(tallies),

@@ -25,12 +25,13 @@ def compare(request: HttpRequest, slug: str) -> HttpResponse:
     try:
         # Read before any lookup: `int()` would read other scripts' digits.
         a, b = (query_int(name, request.GET.get(name)) for name in ("a", "b"))
+        page = query_int("page", request.GET.get("page"), default=1, lowest=1)
     except Invalid:
         a = b = None
-        error, status = "Run ids are numbers in ASCII digits.", 400
+        error, status = "Run ids and pages are numbers in ASCII digits.", 400
     if b is not None:
         try:
-            comparison = run_compare(user=user, workspace_slug=slug, a=a, b=b)
+            comparison = run_compare(user=user, workspace_slug=slug, a=a, b=b, page=page)
         except (Invalid, NotFound) as exc:
             error = error_text(exc)
             status = exc.status

@@ -94,6 +94,11 @@ def test_start_compare_rerun_and_cancel_over_mcp(gateway: Any, alice: Any, key: 
         call(gateway.url, key, "compare_runs", {"a": started["id"], "b": rerun["id"]})
     )
     assert compared["a"]["id"] == started["id"] and compared["regressions"] == []
+    assert (compared["page"], compared["pages"], compared["next_page"]) == (1, 1, None)
+    beyond = call(
+        gateway.url, key, "compare_runs", {"a": started["id"], "b": rerun["id"], "page": 2}
+    )
+    assert beyond.is_error and "pages are numbered 1 to 1" in error_text(beyond)
 
 
 def test_get_run_says_the_budget_ended_the_run(gateway: Any, alice: Any, key: str) -> None:

@@ -105,3 +105,43 @@ def test_repeats_mark_cases_and_nothing_paired_is_said(
     refused = client.get(f"/api/runs/{other.pk}/compare?baseline={a.pk}")
     assert refused.status_code == 400
     assert "compare two runs of the same dataset" in refused.content.decode()
+
+
+def test_a_large_compare_lists_a_page_of_cases_and_counts_them_all(
+    alice: Any, bob: Any, workspace: Any
+) -> None:
+    # 450 cases: B fails c0-c9 (regressed) and passes c445-c449 (fixed) where A did not.
+    a = seeded_run(alice, cases=450, verdict=lambda c, r: "fail" if c >= 445 else "pass")
+    b = seeded_run(alice, cases=450, verdict=lambda c, r: "fail" if c < 10 else "pass")
+    client = api(bob)
+
+    first = client.get(f"/api/runs/{b.pk}/compare?baseline={a.pk}").json()
+    assert (first["page"], first["pages"], first["next_page"], first["cases"]) == (1, 3, 2, 450)
+    assert first["counts"]["regressed"] == 10 and first["counts"]["fixed"] == 5
+    assert first["counts"]["unchanged"] == 435
+    # Regressions first, then fixes, then the unchanged cases in the dataset's order.
+    assert [r["case"] for r in first["regressions"]] == [f"c{i}" for i in range(10)]
+    assert [r["case"] for r in first["fixes"]] == [f"c{i}" for i in range(445, 450)]
+    assert first["unchanged"] == [f"c{i}" for i in range(10, 195)]
+    assert first["regressions"][0]["b"] == {
+        "passes": 0,
+        "settled": 1,
+        "pass_fraction": 0.0,
+        "verdicts": ["fail"],
+        "tampered": 0,
+    }
+
+    last = client.get(f"/api/runs/{b.pk}/compare?baseline={a.pk}&page=3").json()
+    assert (last["next_page"], last["regressions"]) == (None, [])
+    assert last["unchanged"] == [f"c{i}" for i in range(395, 445)]
+    assert last["numbers"] == first["numbers"]
+    beyond = client.get(f"/api/runs/{b.pk}/compare?baseline={a.pk}&page=4")
+    assert beyond.status_code == 400 and "pages are numbered 1 to 3" in beyond.content.decode()
+    assert client.get(f"/api/runs/{b.pk}/compare?baseline={a.pk}&page=x").status_code == 400
+
+    page = Client()
+    page.force_login(bob)
+    html = page.get(f"/w/acme/compare?a={a.pk}&b={b.pk}").content.decode()
+    assert html.count('data-change="unchanged"') == 185
+    assert "Cases 1\u2013200 of 450, regressions first" in html
+    assert f'href="?a={a.pk}&amp;b={b.pk}&amp;page=2">next page' in html
