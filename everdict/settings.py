@@ -279,8 +279,13 @@ EVERDICT_MAX_CASE_ARTIFACT_BYTES = _int(
 )
 # How long an upload URL minted by `begin_upload` is good for (each chunk is checked).
 EVERDICT_UPLOAD_URL_TTL_S = _int("EVERDICT_UPLOAD_URL_TTL_S", 900, minimum=1, maximum=86400)
+# A raw upload's chunk (`PUT /uploads/…`): a blob up to this size goes in one request, with
+# nothing staged; the server holds about two chunks above idle while it receives a blob.
+EVERDICT_UPLOAD_CHUNK_BYTES = _int(
+    "EVERDICT_UPLOAD_CHUNK_BYTES", 8 * 1024 * 1024, minimum=64 * 1024, maximum=16 * 1024 * 1024
+)
 # A request body past this size is spooled to a temporary file as it arrives rather than
-# held in memory (Django's default is 2.5 MiB): a raw upload's 4 MiB chunk then holds little
+# held in memory (Django's default is 2.5 MiB): a raw upload's chunk then holds little
 # more than the chunk itself in the server's memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 512 * 1024
 # Blobs (artifacts, screen frames, files a page asks for): where their bytes are kept, through

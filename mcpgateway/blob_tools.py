@@ -21,10 +21,17 @@ from runnercli.protocol import (
     MAX_BLOB_CHUNK_BYTES,
     BlobAck,
     BlobHoldings,
+    UploadAsk,
     UploadGrant,
+    UploadGrants,
 )
 from runnercli.protocol.results import Sha256
-from scorecards.blobs.services import job_blob_holdings, job_blob_put, upload_begin
+from scorecards.blobs.services import (
+    job_blob_holdings,
+    job_blob_put,
+    upload_begin,
+    uploads_begin,
+)
 
 # The base64 of a whole chunk, padding included.
 MAX_CHUNK_BASE64_CHARS = 4 * -(-MAX_BLOB_CHUNK_BYTES // 3)
@@ -107,4 +114,26 @@ async def begin_upload(
     )
 
 
-BLOB_TOOLS: list[Callable[..., Any]] = [have_blobs, put_blob, begin_upload]
+async def begin_uploads(
+    job_id: int,
+    lease_epoch: int,
+    blobs: Annotated[
+        list[UploadAsk],
+        Field(max_length=MAX_ARTIFACTS_PER_RESULT, description="The blobs to upload."),
+    ],
+) -> UploadGrants:
+    """Server feature `upload_batch`: `begin_upload` for several blobs in one call, one
+    grant per blob in order (a blob over the server's limit gets a grant refused with the
+    reason)."""
+    runner = current_principal().require_runner("begin_uploads")
+    grants = await in_thread(
+        uploads_begin,
+        runner=runner,
+        job_id=job_id,
+        lease_epoch=lease_epoch,
+        blobs=[(ask.sha256, ask.size) for ask in blobs],
+    )
+    return UploadGrants(grants=grants)
+
+
+BLOB_TOOLS: list[Callable[..., Any]] = [have_blobs, put_blob, begin_upload, begin_uploads]

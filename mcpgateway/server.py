@@ -39,7 +39,7 @@ Everdict runs evaluation suites on members' own machines.
 Runner tools (a runner token, rnr_…): hello, lease_job, heartbeat_job, submit_job_result,
 submit_job_results, fail_job, release_job, report_case_log; have_blobs, put_blob (the
 artifacts of a case, uploaded in chunks before its result), begin_upload (a URL to PUT a
-large one's raw bytes to); report_case_trace,
+large one's raw bytes to), begin_uploads (the URLs of several); report_case_trace,
 report_case_screen (a running case's trace and screen). A tool error whose structured
 content says `retryable` is the server's passing trouble: send the call again.
 Personal tools (a personal API key, evk_…): pair_runner, list_runners, revoke_runner,

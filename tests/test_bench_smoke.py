@@ -188,13 +188,18 @@ def test_the_trace_screens_benchmark_sets_frames_and_events_beside_a_hello(
 
 @pytest.mark.timeout(120)
 def test_the_artifacts_benchmark_uploads_beside_a_plain_put(tmp_path: Path) -> None:
-    result = bench("artifacts", ["--blobs", "2", "--mib", "0.25", "--rounds", "2"], tmp_path)
-    (row,) = result["rows"]
+    args = ["--blobs", "2", "--mib", "0.25", "--rounds", "2", "--rss-mib", "1"]
+    result = bench("artifacts", args, tmp_path)
+    row, rss = result["rows"]
     assert row["figure"] == "artifact upload, 2 x 0.25 MiB (median of 2)"
     assert row["value"].endswith(" MiB/s")
     assert row["baseline"].startswith("plain HTTP PUT ")
     assert row["ratio"].endswith("%") and row["target"] == ">= 80%"
-    inline, cpu, chunks = result["notes"]
+    assert rss["figure"].startswith("server RSS while receiving a 1 MiB artifact")
+    assert rss["ratio"].endswith(" chunks") and rss["target"] == "<= 2 chunks"
+    stored, took, inline, cpu, chunks = result["notes"]
+    assert stored.startswith("the plain PUT keeps nothing: with the same bytes also written")
+    assert took.startswith("the 1 MiB artifact took ")
     assert inline.startswith("without raw_upload (put_blob, 1 MiB base64 chunks): ")
     assert cpu.startswith("CPU per MiB uploaded by PUT: server ")
     # A quarter MiB is one chunk; sent again, the held blobs cost no chunk at all.

@@ -85,5 +85,7 @@ RUNNER_FEATURES: tuple[str, ...] = (
 )
 
 # What this server does beyond the protocol's calls, said in its `hello`: `raw_upload`, a
-# blob's bytes sent by plain HTTP `PUT`s beside the MCP call (`begin_upload`).
-SERVER_FEATURES: tuple[str, ...] = ("raw_upload",)
+# blob's bytes sent by plain HTTP `PUT`s beside the MCP call (`begin_upload`); `upload_batch`,
+# the upload URLs of several blobs in one call (`begin_uploads`). A runner uses one only when
+# the server names it.
+SERVER_FEATURES: tuple[str, ...] = ("raw_upload", "upload_batch")

@@ -45,9 +45,10 @@ MAX_ARG_BYTES = 128 * 1024
 
 # Protocol 3: blobs (artifacts, screens, files a page asks for), per file and per case.
 MAX_BLOB_CHUNK_BYTES = 1024 * 1024
-# A raw upload's chunk (`PUT /uploads/…`, feature `raw_upload`), and the size from which an
-# artifact goes that way rather than inline in `put_blob` calls.
-MAX_RAW_CHUNK_BYTES = 4 * 1024 * 1024
+# The most a raw upload's chunk (`PUT /uploads/…`, feature `raw_upload`) may be: a server
+# names its own chunk (at most this) in each upload grant, a runner sends at most both. And
+# the size from which an artifact goes that way rather than inline in `put_blob` calls.
+MAX_RAW_CHUNK_BYTES = 16 * 1024 * 1024
 RAW_UPLOAD_MIN_BYTES = 256 * 1024
 MAX_ARTIFACT_BYTES = 10 * 1024 * 1024
 MAX_CASE_ARTIFACT_BYTES = 50 * 1024 * 1024

@@ -52,6 +52,20 @@ class UploadGrant(Ack):
     committed: bool = False
 
 
+class UploadAsk(BaseModel):
+    """A blob `begin_uploads` is asked a URL for: its digest and size."""
+
+    sha256: Sha256
+    size: int = Field(ge=0)
+
+
+class UploadGrants(BaseModel):
+    """The reply to `begin_uploads` (server feature `upload_batch`): one grant per blob
+    asked, in order; a grant not `accepted` says why (over the server's limit)."""
+
+    grants: list[UploadGrant]
+
+
 # How `submit_job_result` refuses a result naming a blob the job's workspace does not hold:
 # the runner uploads it and sends the result again.
 NOT_UPLOADED = "was not uploaded"

@@ -1,17 +1,18 @@
 """Raw uploads (feature `raw_upload`): a blob's bytes by plain HTTP `PUT`s beside the MCP call.
 
-`begin_upload` (a runner tool, fenced by the lease) mints a signed, short-lived upload URL
-bound to the runner, the job and its lease epoch, the workspace, the blob's digest and size.
-Each `PUT` to it carries one chunk (`Content-Range: bytes a-b/size`, at most
-`MAX_RAW_CHUNK_BYTES`); it is checked against the URL and the lease again, then taken by the
-same staging as `put_blob` (`uploads.blob_put`): each chunk is staged before the next is
-taken, the last one commits the blob only if the whole hashes to the digest. A `HEAD` says
-where the upload stands, so a runner whose connection dropped (or whose server restarted)
-goes on from there.
+`begin_upload` (a runner tool, fenced by the lease) mints a signed, short-lived upload URL bound
+to the runner, the job and its lease epoch, the workspace, the blob's digest and size.
+`begin_uploads` mints the URLs of several blobs in one call. Each `PUT` to one carries one chunk
+(`Content-Range: bytes a-b/size`, at most `EVERDICT_UPLOAD_CHUNK_BYTES`); it is checked against
+the URL and the lease again, then taken by the same staging as `put_blob` (`uploads.blob_put`):
+each chunk is staged before the next is taken, the last one commits the blob only if the whole
+hashes to the digest. A `HEAD` says where the upload stands, so a runner whose connection
+dropped (or whose server restarted) goes on from there.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,7 @@ from django.conf import settings
 from django.core import signing
 
 from core.errors import Conflict, Invalid
-from runnercli.protocol import MAX_RAW_CHUNK_BYTES, BlobAck, UploadGrant
+from runnercli.protocol import BlobAck, UploadGrant
 from runners.models import Runner
 from scorecards.blobs import metrics
 from scorecards.blobs.fence import lease_workspace
@@ -90,15 +91,32 @@ def upload_claims(token: str) -> UploadClaims:
 
 def held_of(workspace_id: int, sha256: str, size: int) -> tuple[int, bool]:
     """How many bytes of the blob the workspace holds, and whether it is committed."""
-    blob = Blob.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
-    if blob is not None:
-        return blob.size, True
-    received = (
-        BlobUpload.objects.filter(workspace_id=workspace_id, sha256=sha256)
-        .values_list("received", flat=True)
-        .first()
+    return helds_of(workspace_id, [(sha256, size)])[sha256]
+
+
+def helds_of(workspace_id: int, blobs: Sequence[tuple[str, int]]) -> dict[str, tuple[int, bool]]:
+    """For each blob `(sha256, size)`, the bytes the workspace holds of it and whether it is
+    committed (two statements, however many blobs)."""
+    sha256s = [sha256 for sha256, _ in blobs]
+    sizes = dict(
+        Blob.objects.filter(workspace_id=workspace_id, sha256__in=sha256s).values_list(
+            "sha256", "size"
+        )
     )
-    return min(received or 0, size), False
+    missing = [sha256 for sha256 in sha256s if sha256 not in sizes]
+    received = dict(
+        BlobUpload.objects.filter(workspace_id=workspace_id, sha256__in=missing).values_list(
+            "sha256", "received"
+        )
+        if missing
+        else []
+    )
+    return {
+        sha256: (sizes[sha256], True)
+        if sha256 in sizes
+        else (min(received.get(sha256) or 0, size), False)
+        for sha256, size in blobs
+    }
 
 
 def upload_begin(
@@ -107,33 +125,64 @@ def upload_begin(
     """`begin_upload`: an upload URL for `size` bytes hashing to `sha256`, for the job's
     workspace, and where the upload stands (a Conflict when the runner does not hold the
     job; Invalid when the size is over the server's limit)."""
-    limit = settings.EVERDICT_MAX_ARTIFACT_BYTES
-    if size > limit:
-        raise Invalid(f"blob {sha256} is {size} bytes, over the limit of {limit}")
+    [grant] = uploads_begin(
+        runner=runner,
+        job_id=job_id,
+        lease_epoch=lease_epoch,
+        blobs=[(sha256, size)],
+        call="begin_upload",
+    )
+    if not grant.accepted:
+        raise Invalid(grant.reason)
+    return grant
+
+
+def uploads_begin(
+    *,
+    runner: Runner,
+    job_id: int,
+    lease_epoch: int,
+    blobs: Sequence[tuple[str, int]],
+    call: str = "begin_uploads",
+) -> list[UploadGrant]:
+    """`begin_uploads`: an upload grant per blob `(sha256, size)`, in order, after one check
+    of the lease (a Conflict when the runner does not hold the job); a blob over the
+    server's limit gets a grant refused with the reason."""
     workspace_id, why = lease_workspace(
-        runner=runner, job_id=job_id, lease_epoch=lease_epoch, call="begin_upload"
+        runner=runner, job_id=job_id, lease_epoch=lease_epoch, call=call
     )
     if workspace_id is None:
         raise Conflict(why)
-    offset, committed = held_of(workspace_id, sha256, size)
-    metrics.UPLOAD_URLS.inc()
-    claims = UploadClaims(
-        runner_id=runner.pk,
-        job_id=job_id,
-        lease_epoch=lease_epoch,
-        workspace_id=workspace_id,
-        sha256=sha256,
-        size=size,
-    )
-    return UploadGrant(
-        accepted=True,
-        url=f"{UPLOAD_PATH}{upload_token(claims)}",
-        offset=offset,
-        size=size,
-        chunk_bytes=MAX_RAW_CHUNK_BYTES,
-        expires_in_s=settings.EVERDICT_UPLOAD_URL_TTL_S,
-        committed=committed,
-    )
+    limit = settings.EVERDICT_MAX_ARTIFACT_BYTES
+    held = helds_of(workspace_id, [(sha256, size) for sha256, size in blobs if size <= limit])
+    grants = []
+    for sha256, size in blobs:
+        if size > limit:
+            reason = f"blob {sha256} is {size} bytes, over the limit of {limit}"
+            grants.append(UploadGrant(accepted=False, reason=reason, size=size))
+            continue
+        claims = UploadClaims(
+            runner_id=runner.pk,
+            job_id=job_id,
+            lease_epoch=lease_epoch,
+            workspace_id=workspace_id,
+            sha256=sha256,
+            size=size,
+        )
+        offset, committed = held[sha256]
+        grants.append(
+            UploadGrant(
+                accepted=True,
+                url=f"{UPLOAD_PATH}{upload_token(claims)}",
+                offset=offset,
+                size=size,
+                chunk_bytes=settings.EVERDICT_UPLOAD_CHUNK_BYTES,
+                expires_in_s=settings.EVERDICT_UPLOAD_URL_TTL_S,
+                committed=committed,
+            )
+        )
+    metrics.UPLOAD_URLS.inc(sum(1 for grant in grants if grant.accepted))
+    return grants
 
 
 def upload_fenced(runner: Runner, claims: UploadClaims) -> int:
@@ -178,8 +227,9 @@ def content_range(header: str, size: int) -> tuple[int, int]:
         raise UploadRefusal(400, f"Content-Range {header!r} is not a range of bytes")
     if b >= size:
         raise UploadRefusal(416, f"Content-Range {header!r} goes past the blob's {size} bytes")
-    if b - a + 1 > MAX_RAW_CHUNK_BYTES:
-        raise UploadRefusal(413, f"a chunk is at most {MAX_RAW_CHUNK_BYTES} bytes")
+    most = settings.EVERDICT_UPLOAD_CHUNK_BYTES
+    if b - a + 1 > most:
+        raise UploadRefusal(413, f"a chunk is at most {most} bytes")
     return a, b
 
 

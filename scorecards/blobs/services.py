@@ -7,13 +7,14 @@ a workspace and read them back (its modules are the blob store's own).
 - `blob_get`, `blob_open`: a workspace's blob by digest, and its bytes;
 - `job_blob_holdings`, `job_blob_put`: the same for a runner, fenced by its lease;
 - `lease_workspace`: the workspace of the job a runner holds (a fenced call's blobs are its);
-- `upload_begin`: an upload URL for a blob's raw bytes (`PUT /uploads/…`), fenced too;
+- `upload_begin`, `uploads_begin`: upload URLs for blobs' raw bytes (`PUT /uploads/…`),
+  fenced too;
 - `blob_held`: the workspace's blob of this digest and size, if it holds it (a `Blob`).
 """
 
 from scorecards.blobs.fence import job_blob_holdings, job_blob_put, lease_workspace
 from scorecards.blobs.models import Blob
-from scorecards.blobs.rawput import upload_begin
+from scorecards.blobs.rawput import upload_begin, uploads_begin
 from scorecards.blobs.store import (
     blob_get,
     blob_held,
@@ -38,4 +39,5 @@ __all__ = [
     "lease_workspace",
     "storage_backend",
     "upload_begin",
+    "uploads_begin",
 ]

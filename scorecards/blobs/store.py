@@ -15,7 +15,7 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from django.core.files import File
@@ -65,14 +65,24 @@ def blob_write(workspace_id: int, sha256: str, content: File) -> str:
     return blob_storage().save(blob_key(workspace_id, sha256), content)
 
 
-def blob_compose(workspace_id: int, sha256: str, names: Sequence[str], tail: bytes) -> str:
-    """Write the staged chunks `names` and then `tail` under the blob's key (bytes already
-    checked against the digest); the name the storage kept them under. A storage on the
-    local disk has them copied by the kernel into a file that is then moved into place."""
+def blob_compose(
+    workspace_id: int,
+    sha256: str,
+    names: Sequence[str],
+    tail: bytes,
+    matches: Callable[[], bool] = lambda: True,
+) -> str:
+    """Write the staged chunks `names` and then `tail` under the blob's key once `matches()`
+    says they hash to the digest; the name the storage kept them under ("" when they did not:
+    nothing is kept). A storage on the local disk has them copied by the kernel into a file
+    that is then moved into place, `matches()` asked between the two (a digest computed
+    meanwhile by another thread overlaps the writing); any other storage asks first."""
     storage = blob_storage()
     try:
         root = storage.path(STAGING_ROOT)
     except NotImplementedError:
+        if not matches():
+            return ""
         return blob_write(
             workspace_id, sha256, File(cast(IO[bytes], _Concat(names, tail)), name=sha256)
         )
@@ -84,6 +94,8 @@ def blob_compose(workspace_id: int, sha256: str, names: Sequence[str], tail: byt
                     _copy_file(part, out)
             out.write(tail)
             out.flush()
+            if not matches():
+                return ""
             return blob_write(workspace_id, sha256, _Composed(out, name=sha256))
         finally:
             with contextlib.suppress(FileNotFoundError):

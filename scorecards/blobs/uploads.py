@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import io
+import threading
 from collections.abc import Iterable, Iterator, Sequence
-from typing import IO, TYPE_CHECKING, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from django.conf import settings
 from django.core.files import File
@@ -215,18 +216,21 @@ def _lazy_commit() -> None:
 def _commit(workspace_id: int, sha256: str, tail: bytes = b"") -> BlobAck:
     """Write the staged chunks and then `tail`, in order, to the blob's key and record the
     blob when they hash to `sha256`; else keep nothing of them. The upload's running digest,
-    when this process holds it, is checked before anything is written; without it the
-    chunks are hashed as they are streamed."""
+    when this process holds it, is carried over `tail` on another thread while the bytes are
+    written beside the store, and checked before anything is put under the blob's key;
+    without it the chunks are hashed as they are streamed."""
     upload = BlobUpload.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
     chunks = [str(name) for name, _ in upload.chunks] if upload is not None else []
     metrics.BLOB_BYTES.inc(len(tail))
     running = running_take(workspace_id, sha256, chunks)
     try:
         if running is not None:
-            running.update(tail)
-            digest = running.hexdigest()
+            hashing = _Hashing(running, tail)
             size = sum(int(n) for _, n in (upload.chunks if upload else [])) + len(tail)
-            saved = blob_compose(workspace_id, sha256, chunks, tail) if digest == sha256 else ""
+            saved = blob_compose(
+                workspace_id, sha256, chunks, tail, lambda: hashing.hexdigest() == sha256
+            )
+            digest = hashing.hexdigest()
         else:
             reader = _Chunks(chunks, tail)
             saved = blob_write(workspace_id, sha256, File(cast(IO[bytes], reader), name=sha256))
@@ -252,9 +256,26 @@ def _commit(workspace_id: int, sha256: str, tail: bytes = b"") -> BlobAck:
         media_type=DEFAULT_MEDIA_TYPE,
         saved=saved,
     )
-    upload_discard(workspace_id, sha256, chunks)
+    if upload is None and not chunks:
+        running_forget(workspace_id, sha256)  # one chunk, never staged: nothing to remove
+    else:
+        upload_discard(workspace_id, sha256, chunks)
     metrics.BLOBS_COMMITTED.inc()
     return BlobAck(accepted=True, stored=size)
+
+
+class _Hashing:
+    """A running digest carried over `tail` on a thread of its own (hashlib lets go of the
+    GIL), while the caller writes the same bytes."""
+
+    def __init__(self, running: Any, tail: bytes) -> None:
+        self._running = running
+        self._thread = threading.Thread(target=running.update, args=(tail,), daemon=True)
+        self._thread.start()
+
+    def hexdigest(self) -> str:
+        self._thread.join()
+        return str(self._running.hexdigest())
 
 
 class _Chunks(io.RawIOBase):

@@ -1,7 +1,8 @@
 """Raw uploads over real HTTP (feature `raw_upload`): `begin_upload` mints a URL, `PUT`s carry
-4 MiB chunks to it, and a server restarted between two chunks resumes from what it held.
-Every refusal says why and keeps nothing; a runner without the feature still uploads in
-`put_blob` calls."""
+4 MiB chunks to it (a runner of before, whose chunks were at most that), and a server
+restarted between two chunks resumes from what it held. Every refusal says why and keeps
+nothing; a runner without the feature still uploads in `put_blob` calls; `begin_uploads`
+mints several URLs in one call, and the runner's uploads of several blobs use it."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ import pytest
 from django.core import signing
 
 from accounts.services import api_key_create
-from runnercli.case.artifacts.upload import upload
+from runnercli.case.artifacts.upload import Blob as Upload
+from runnercli.case.artifacts.upload import Uploaded, upload, upload_many
 from runnercli.client import RunnerClient
-from runnercli.protocol import MAX_RAW_CHUNK_BYTES, JobFence
+from runnercli.protocol import JobFence
 from runnercli.protocol.features import RUNNER_FEATURES
 from scorecards.blobs.models import Blob, BlobUpload
 from scorecards.blobs.rawput import SALT, UploadClaims, upload_claims, upload_token
@@ -113,7 +115,7 @@ def test_an_8_mib_put_resumes_across_a_restart_and_every_refusal_says_why(
         assert "raw_upload" in hello["features"]
         grant = begin(first, token, fence, data)
         assert grant["offset"] == 0 and grant["committed"] is False
-        assert grant["chunk_bytes"] == MAX_RAW_CHUNK_BYTES == 4 * MIB
+        assert grant["chunk_bytes"] == 8 * MIB  # the server's default chunk
         assert grant["url"].startswith("/uploads/")
         assert put(first, grant["url"], token, data[: 4 * MIB], 0, SIZE) == (
             200,
@@ -145,6 +147,7 @@ def test_an_8_mib_put_resumes_across_a_restart_and_every_refusal_says_why(
 
         refusals(second, key, token, fence, blob_dir)
         old_and_new_runners(second, token, fence, blob_dir)
+        batches(second, token, fence, blob_dir)
 
 
 def refusals(
@@ -221,5 +224,49 @@ def old_and_new_runners(
     without = [f for f in RUNNER_FEATURES if f != "raw_upload"]
     assert asyncio.run(send(old, without)) == 3
     for data in (raw, old):
+        [blob] = Blob.objects.filter(sha256=hashlib.sha256(data).hexdigest())
+        assert (blob_dir / blob.key).read_bytes() == data
+
+
+def batches(server: LiveServer, token: str, fence: dict[str, int], blob_dir: Path) -> None:
+    """`begin_uploads`: a grant per blob in order (one held already, one over the limit, one
+    new); a chunk over the server's chunk is refused; the runner's `upload_many` sends
+    several blobs on the grants of one call."""
+    held = random.Random(5).randbytes(3 * MIB)  # uploaded by `old_and_new_runners`
+    new = random.Random(7).randbytes(9 * MIB)
+    asks = [
+        {"sha256": hashlib.sha256(held).hexdigest(), "size": len(held)},
+        {"sha256": "b" * 64, "size": 11 * MIB},
+        {"sha256": hashlib.sha256(new).hexdigest(), "size": len(new)},
+    ]
+    hello = structured(call(server.url, token, "hello", {"protocol": 4}))
+    assert "upload_batch" in hello["features"]
+    reply = structured(call(server.url, token, "begin_uploads", {**fence, "blobs": asks}))
+    first, over, fresh = reply["grants"]
+    assert (first["committed"], first["offset"]) == (True, 3 * MIB)
+    assert over["accepted"] is False and "over the limit" in over["reason"]
+    assert (fresh["accepted"], fresh["offset"], fresh["committed"]) == (True, 0, False)
+    stale = {**fence, "lease_epoch": 0, "blobs": asks}
+    assert error_text(call(server.url, token, "begin_uploads", stale))
+    status, body = put(server, fresh["url"], token, new[: 8 * MIB + 1], 0, len(new))
+    assert status == 413 and f"at most {8 * MIB} bytes" in body["detail"]
+    assert nothing_kept(blob_dir, new)
+
+    blobs = [random.Random(10 + n).randbytes(MIB + n) for n in range(3)]
+    items = [Upload(data, hashlib.sha256(data).hexdigest(), len(data)) for data in blobs]
+
+    async def send(batch: bool) -> list[Any]:
+        async with RunnerClient(server.url, token) as client:
+            await client.hello(capabilities=[])
+            if not batch:  # a server of before: a begin_upload per blob
+                client.server_features.remove("upload_batch")
+            return await upload_many(client, JobFence(**fence), items[:2] if batch else items)
+
+    for batch in (True, False):
+        done = asyncio.run(send(batch))
+        assert all(type(o) is Uploaded for o in done), done
+    # The first two went on the grants of one call; the third, on its own URL.
+    assert [o.chunks for o in done] == [0, 0, 1]
+    for data in blobs:
         [blob] = Blob.objects.filter(sha256=hashlib.sha256(data).hexdigest())
         assert (blob_dir / blob.key).read_bytes() == data

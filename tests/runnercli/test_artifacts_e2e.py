@@ -1,12 +1,11 @@
 """Artifacts end to end: daphne and `python -m runnercli` as real processes.
 
-An 8 MiB artifact goes up by raw `PUT`s (feature `raw_upload`: two 4 MiB chunks) while the
-server is killed in the middle and started again on the same database and storage: the
-upload resumes from what the server held (the runner asks its upload URL by `HEAD`, no new
-URL), the blob is stored once with the right digest and downloads identical; the same file
-from the next case of the workspace is not sent again.
-The line between them is a proxy that goes quiet after a known number of bytes, so the
-restart falls mid-upload every time.
+An 8 MiB artifact goes up by raw `PUT`s (feature `raw_upload`, the server's chunk set to 4 MiB:
+two chunks) while the server is killed in the middle and started again on the same database and
+storage: the upload resumes from what the server held (the runner asks its upload URL by `HEAD`,
+no new URL), the blob is stored once with the right digest and downloads identical; the same
+file from the next case of the workspace is not sent again. The line between them is a proxy
+that goes quiet after a known number of bytes, so the restart falls mid-upload every time.
 """
 
 from __future__ import annotations
@@ -88,7 +87,8 @@ def test_an_8_mib_artifact_survives_a_server_restart_mid_upload_and_is_sent_once
     two = [{"key": f"c{i}", "input": {}, "expected": "wrote"} for i in range(2)]
     dataset_create(user=alice, workspace_slug="acme", name="two", cases=two)
     key = api_key_create(user=alice).key
-    env = server_options(blob_dir)
+    # Chunks of 4 MiB (the server's default takes 8 MiB in one): the restart falls between.
+    env = {**server_options(blob_dir), "EVERDICT_UPLOAD_CHUNK_BYTES": str(4 * MIB)}
 
     with daphne(tmp_path, **env) as first:
         proxy = GatedProxy(first.port)

@@ -1,10 +1,11 @@
 """A blob's bytes by raw `PUT`s (feature `raw_upload`, both sides).
 
-`begin_upload` gives a URL, good for a while, and the offset the server holds; plain HTTP
-`PUT`s carry chunks of up to `MAX_RAW_CHUNK_BYTES` (`Content-Range`), each staged by the
-server before the next. After a dropped connection or a server restart the runner asks the
-URL itself where the upload stands (`HEAD`: `Upload-Offset`, `Upload-Complete`) while the URL
-is good, and goes on from there; only a URL that expired or that the server no longer takes
+`begin_upload` gives a URL, good for a while, and the offset the server holds (or
+`begin_uploads` gives those of several blobs at once, when the server offers `upload_batch`);
+plain HTTP `PUT`s carry chunks of up to the size the server names (`Content-Range`), each staged
+by the server before the next. After a dropped connection or a server restart the runner asks
+the URL itself where the upload stands (`HEAD`: `Upload-Offset`, `Upload-Complete`) while the
+URL is good, and goes on from there; only a URL that expired or that the server no longer takes
 (a lease moved on, an offset it disowns) sends it back to `begin_upload`.
 """
 
@@ -41,15 +42,22 @@ async def upload_raw(
     size: int,
     done: Uploaded,
     waiting: Waiting,
+    grant: UploadGrant | None = None,
 ) -> Uploaded:
-    """The blob as raw bytes: `PUT` chunks to the URL `begin_upload` gives, from the offset
-    the server holds; after a dropped connection, from the offset a `HEAD` of the URL says."""
+    """The blob as raw bytes: `PUT` chunks to the URL `begin_upload` gives (or `grant`, one
+    `begin_uploads` gave just now), from the offset the server holds; after a dropped
+    connection, from the offset a `HEAD` of the URL says."""
     resumes = 0
-    grant: UploadGrant | None = None
-    good_until = 0.0
+    # A grant given is used as it stands: neither asked for again nor checked by a `HEAD`.
+    given, grant = grant, None
+    good_until = 0.0 if given is None else time.monotonic() + given.expires_in_s - EXPIRY_MARGIN_S
     while True:
         try:
-            if grant is None or time.monotonic() >= good_until:
+            if given is not None:
+                grant, given = given, None
+                if not grant.accepted:
+                    raise UploadRefused(grant.reason or f"blob {sha256} refused")
+            elif grant is None or time.monotonic() >= good_until:
                 grant = await begin_upload(client, fence, sha256, size)
                 good_until = time.monotonic() + grant.expires_in_s - EXPIRY_MARGIN_S
             else:

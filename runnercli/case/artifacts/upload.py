@@ -21,7 +21,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from runnercli.case.artifacts.calls import have_blobs, put_blob
+from runnercli.case.artifacts.calls import begin_uploads, have_blobs, put_blob
 from runnercli.case.artifacts.rawput import upload_raw
 from runnercli.case.artifacts.sending import (
     MAX_RESUMES,
@@ -32,7 +32,13 @@ from runnercli.case.artifacts.sending import (
 )
 from runnercli.case.artifacts.shelf import Shelf, Source
 from runnercli.client import RunnerClient, RunnerError, ServerUnavailable, ToolCallError
-from runnercli.protocol import RAW_UPLOAD_MIN_BYTES, BlobHoldings, JobFence, ResultReport
+from runnercli.protocol import (
+    RAW_UPLOAD_MIN_BYTES,
+    BlobHoldings,
+    JobFence,
+    ResultReport,
+    UploadGrant,
+)
 
 # Uploaded and UploadRefused are named here too, as the other stages import them.
 __all__ = [
@@ -51,6 +57,8 @@ UPLOAD_PATIENCE_S = 600.0
 # Blobs sent at once (each one's chunks go in order): the runner encodes one chunk while
 # the server stores another.
 UPLOADS_AT_ONCE = 4
+# The server feature of `begin_uploads`: the upload URLs of several blobs in one call.
+BATCH_FEATURE = "upload_batch"
 
 
 async def upload(
@@ -64,18 +72,19 @@ async def upload(
     holdings: BlobHoldings | None = None,
     abort: asyncio.Event | None = None,
     patience_s: float = UPLOAD_PATIENCE_S,
+    grant: UploadGrant | None = None,
 ) -> Uploaded:
     """Make the job's workspace hold the blob `sha256` (`size` bytes of `source`). The media
     type is named by the result, not by the upload. Raise UploadRefused when the server
     refuses it, ServerUnavailable when it stayed out of reach past `patience_s` (or `abort`
-    was set)."""
+    was set). `grant`: the blob's upload URL, given by `begin_uploads` just now."""
     done = Uploaded(sha256)
     waiting = Waiting(abort, patience_s)
     offset = None if holdings is None else _resume_at(holdings, sha256)
     if offset is not None and offset < 0:
         return done
     if size >= RAW_UPLOAD_MIN_BYTES and client.offers("raw_upload"):
-        return await upload_raw(client, fence, source, sha256, size, done, waiting)
+        return await upload_raw(client, fence, source, sha256, size, done, waiting, grant)
     resumes = 0
     while True:
         try:
@@ -114,8 +123,10 @@ async def upload_many(
     at_once: int = UPLOADS_AT_ONCE,
 ) -> list[Uploaded | RunnerError | UploadRefused]:
     """Upload several blobs, `at_once` at a time; for each, what its upload did or why it
-    did not (UploadRefused, ServerUnavailable, ToolCallError), in order."""
+    did not (UploadRefused, ServerUnavailable, ToolCallError), in order. The upload URLs of
+    those going by `PUT` are asked in one call first when the server offers that."""
     gate = asyncio.Semaphore(max(1, at_once))
+    grants = await _grants(client, fence, blobs, holdings)
 
     async def one(blob: Blob) -> Uploaded | RunnerError | UploadRefused:
         async with gate:
@@ -128,11 +139,38 @@ async def upload_many(
                     blob.size,
                     holdings=holdings,
                     abort=abort,
+                    grant=grants.get(blob.sha256),
                 )
             except (RunnerError, UploadRefused) as exc:
                 return exc
 
     return list(await asyncio.gather(*(one(blob) for blob in blobs)))
+
+
+async def _grants(
+    client: RunnerClient,
+    fence: JobFence,
+    blobs: Sequence[Blob],
+    holdings: BlobHoldings | None,
+) -> dict[str, UploadGrant]:
+    """The upload URLs of the blobs that go by `PUT`, by digest, from one `begin_uploads`
+    (server feature `upload_batch`); none when the server does not offer it or the call
+    fails (each upload then asks for its own)."""
+    if not client.offers("raw_upload") or BATCH_FEATURE not in client.server_features:
+        return {}
+    raw = {
+        blob.sha256: blob.size
+        for blob in blobs
+        if blob.size >= RAW_UPLOAD_MIN_BYTES
+        and (holdings is None or _resume_at(holdings, blob.sha256) >= 0)
+    }
+    if len(raw) < 2:
+        return {}
+    try:
+        granted = await begin_uploads(client, fence, list(raw.items()))
+    except RunnerError:
+        return {}
+    return dict(zip(raw, granted, strict=True))
 
 
 def _resume_at(holdings: BlobHoldings, sha256: str) -> int:
