@@ -92,16 +92,40 @@ def _leased_job(run: Run, key: str, repeat: str | int | None) -> RunnerJob:
     return job
 
 
+def _running_job(user: User, run_id: int, key: str, repeat: str | int | None) -> RunnerJob | None:
+    """The case's running job with its run, in one statement, when the user may see the run;
+    None otherwise (or for a key or repeat that cannot be: `_leased_job` says why)."""
+    try:
+        number = query_int("repeat", repeat)
+    except Invalid:
+        return None
+    if not key_may_exist(key):
+        return None
+    jobs = RunnerJob.objects.filter(
+        run_id=run_id,
+        run__workspace__memberships__user=user,
+        case_key=key,
+        status=JobStatus.LEASED,
+        leased_by__isnull=False,
+    )
+    if number is not None:
+        jobs = jobs.filter(repeat=number)
+    return jobs.select_related("run", "leased_by").order_by("repeat").first()
+
+
 def fs_request_ask(
     *, user: User, run_id: int, key: str, op: str, path: str, repeat: str | int | None = None
 ) -> CaseFsRequest:
     """Queue a member's request (viewers included; NotFound for anyone else) for the runner
     holding the running case's lease, and wake its parked poll wherever it is parked."""
-    run = run_get(user=user, run_id=run_id)
+    job = _running_job(user, run_id, key, repeat)
+    # Not running, or not visible: the run, then the case, say which.
+    run = run_get(user=user, run_id=run_id) if job is None else job.run
     if op not in FsOp.values:
         raise Invalid({"op": [f"Must be one of {', '.join(FsOp.values)}."]})
     normal = fs_path(path)
-    job = _leased_job(run, key, repeat)
+    if job is None:
+        job = _leased_job(run, key, repeat)
     assert job.leased_by is not None
     with transaction.atomic():
         request = CaseFsRequest.objects.create(
