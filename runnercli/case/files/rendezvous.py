@@ -37,7 +37,7 @@ POLL_WAIT_MS = 25_000
 RETRY_S = 1.0
 REFUSED_RETRY_S = 30.0
 # How often at most a fresh poll takes over to add the cases started since the last one.
-REPOLL_S = 0.2
+REPOLL_S = 1.0
 # A superseded poll is given this long to come back (with what it took) before it is cancelled,
 # and one parked while no case runs is kept this long for the next case.
 GRACE_S = 2.0
