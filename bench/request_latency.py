@@ -124,7 +124,9 @@ def main() -> None:
         pair_runners(member.user, 2)
         local = in_process(member, max(5, args.requests // 10), verbose=args.show_sql)
         with daphne(scratch, **server_env(args)) as server:
-            spy = ServerProfile(server.pid, scratch.workdir / "server.spy") if args.profile else None
+            spy = None
+            if args.profile:
+                spy = ServerProfile(server.pid, scratch.workdir / "server.spy")
             samples = through_server(server.url, member, args.requests, args.warmup)
             if spy is not None:
                 print(spy.stop())
