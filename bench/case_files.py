@@ -9,7 +9,7 @@ long-polls beside it, as in idle_runners.py. Measured: `GET /api/runs/<id>/files
 queued for the lease, the runner's poll woken through the hub, answered, read back —
 sequentially, first with no idle runner, then with N parked; beside it, in the same run and
 under the same N, a `hello` round trip of the answering runner's session (the baseline).
-Target: p50 ≤ 50 ms with 1,000 idle runners.
+Target: p50 ≤ 15 ms with 1,000 idle runners.
 
     .venv/bin/python bench/case_files.py [--n 1000] [--requests 200] [--sqlite]
 """
@@ -31,7 +31,7 @@ from seeding import pair_runners, seed_member, seed_suite
 from servers import daphne, raise_open_files, server_env
 from stats import latency_line, pct
 
-TARGET_MS = 50.0
+TARGET_MS = 15.0
 
 
 class Answerer:

@@ -23,6 +23,7 @@ from typing import Any
 from databases import add_database_arguments, scratch_database
 from report import Summary, finish, machine_line
 from seeding import pair_runners, seed_member, seed_suite
+from server_profile import ServerProfile
 from servers import daphne, server_env
 from stats import pct
 
@@ -109,6 +110,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=300, help="timed requests of each (300)")
     parser.add_argument("--warmup", type=int, default=30, help="untimed requests first (30)")
     parser.add_argument("--show-sql", action="store_true", help="print each request's SQL")
+    parser.add_argument(
+        "--profile", action="store_true", help="sample the server with py-spy while it answers"
+    )
     add_database_arguments(parser)
     args = parser.parse_args()
 
@@ -120,7 +124,12 @@ def main() -> None:
         pair_runners(member.user, 2)
         local = in_process(member, max(5, args.requests // 10), verbose=args.show_sql)
         with daphne(scratch, **server_env(args)) as server:
+            spy = None
+            if args.profile:
+                spy = ServerProfile(server.pid, scratch.workdir / "server.spy")
             samples = through_server(server.url, member, args.requests, args.warmup)
+            if spy is not None:
+                print(spy.stop())
     base = pct(samples["healthz"], 50)
     for name, label in (
         ("runners", "GET /api/runners (2 rows)"),

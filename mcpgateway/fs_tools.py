@@ -32,7 +32,7 @@ from runnercli.protocol import (
     FsRequests,
     JobFence,
 )
-from runners import wakeup
+from runners import metrics, wakeup
 from runners.queue.longpoll import cancel_once
 from scorecards.blobs.services import blob_open
 from scorecards.files.replies import CaseFileContent, CaseFiles
@@ -113,6 +113,7 @@ async def poll_case_fs_requests(job_ids: Fences, wait_ms: int = 0) -> FsRequests
     """Members' requests for the files of the running cases named (`{job_id, lease_epoch}`
     each), waiting up to `wait_ms` for one; keep one such poll parked while any case runs."""
     runner = current_principal().require_runner("poll_case_fs_requests")
+    metrics.FS_POLLS.inc()
     fences = [(fence.job_id, fence.lease_epoch) for fence in job_ids]
     found = await cancel_once(_wait_for_requests(runner, fences, wait_ms), undelivered=_give_back)
     return FsRequests(requests=found)

@@ -11,6 +11,7 @@ from prometheus_client import Counter, Histogram
 
 LEASES = Counter("everdict_leases", "Jobs leased to runners.")
 LEASE_CALLS = Counter("everdict_lease_calls", "lease_job calls answered.", ["outcome"])
+FS_POLLS = Counter("everdict_fs_polls", "poll_case_fs_requests calls taken (file request polls).")
 QUEUE_WAIT = Histogram(
     "everdict_job_queue_wait_seconds",
     "From a job becoming claimable to its lease (for an idle long-poller: the wake latency).",

@@ -13,7 +13,9 @@ between wake-ups.
 
 A running case's file request wakes polls of its own kind: `fs_hub`, keyed by the runner
 that holds the lease (`notify_fs_runners`, channel `everdict_fs`), so a dispatch never wakes
-a parked `poll_case_fs_requests` and a page's request wakes no `lease_job`.
+a parked `poll_case_fs_requests` and a page's request wakes no `lease_job`. The runner's
+answer wakes the page's request waiting for it (`answers`, keyed by request id, channel
+`everdict_fs_answer`): it reads the row at once rather than at its next look.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ log = logging.getLogger(__name__)
 
 CHANNEL = "everdict_jobs"
 FS_CHANNEL = "everdict_fs"
+FS_ANSWER_CHANNEL = "everdict_fs_answer"
 
 
 class _Waiter:
@@ -169,6 +172,36 @@ hub = WakeHub()
 fs_hub = WakeHub()
 
 
+class AnswerWaits:
+    """Page requests waiting, each in its thread, for a runner's answer, keyed by request id."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._events: dict[int, threading.Event] = {}
+
+    @contextmanager
+    def waiting(self, request_id: int) -> Iterator[threading.Event]:
+        # Registered before the first read: an answer committed after it sets the event.
+        answered = threading.Event()
+        with self._lock:
+            self._events[request_id] = answered
+        try:
+            yield answered
+        finally:
+            with self._lock:
+                self._events.pop(request_id, None)
+
+    def wake(self, request_ids: Iterable[int]) -> None:
+        with self._lock:
+            events = [self._events.get(pk) for pk in request_ids]
+        for answered in events:
+            if answered is not None:
+                answered.set()
+
+
+answers = AnswerWaits()
+
+
 def notify_owners(owner_ids: Iterable[int]) -> None:
     """Announce, as part of the current transaction, that these owners have claimable jobs."""
     owners = sorted(set(owner_ids))
@@ -191,6 +224,14 @@ def notify_fs_runners(runner_ids: Iterable[int]) -> None:
             for runner_id in runners:
                 cursor.execute("SELECT pg_notify(%s, %s)", [FS_CHANNEL, str(runner_id)])
     transaction.on_commit(lambda: fs_hub.wake(runners))
+
+
+def notify_fs_answered(request_id: int) -> None:
+    """Announce, as part of the current transaction, the runner's answer to a file request."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [FS_ANSWER_CHANNEL, str(request_id)])
+    transaction.on_commit(lambda: answers.wake([request_id]))
 
 
 class _PgListener:
@@ -225,6 +266,7 @@ class _PgListener:
                 ) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
                     await conn.execute(f"LISTEN {FS_CHANNEL}")
+                    await conn.execute(f"LISTEN {FS_ANSWER_CHANNEL}")
                     await conn.execute(f"LISTEN {revocations.CHANNEL}")
                     self.listening = True
                     if connected_before:
@@ -241,6 +283,8 @@ class _PgListener:
                             revocations.relay(subject)
                         elif note.channel == FS_CHANNEL:
                             fs_hub.wake([subject])
+                        elif note.channel == FS_ANSWER_CHANNEL:
+                            answers.wake([subject])
                         else:
                             hub.wake([subject])
             except asyncio.CancelledError:

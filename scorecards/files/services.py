@@ -9,6 +9,7 @@ any replica is seen by the one that waits.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from core.errors import Conflict, Forbidden, Invalid, NoAnswer, NotFound
@@ -24,7 +26,7 @@ from core.fields import ascii_int, query_int
 from runnercli.protocol import Ack, BlobRef, CasePathError, FsEntry, FsRequest, check_case_path
 from runnercli.protocol.world import fs_error_reason
 from runners.models import JobStatus, Runner, RunnerJob
-from runners.wakeup import notify_fs_runners
+from runners.wakeup import answers, notify_fs_answered, notify_fs_runners
 from scorecards.blobs.services import blob_held, lease_workspace
 from scorecards.files.models import CaseFsRequest, FsOp
 from scorecards.links import key_may_exist
@@ -36,9 +38,10 @@ if TYPE_CHECKING:
     from scorecards.blobs.services import Blob
     from scorecards.models import Run
 
-# How often the waiting side reads the row: often at first (an answer usually comes within
-# milliseconds), then less.
-_FIRST_READS_S = (0.002,) * 5 + (0.005,) * 10 + (0.01,) * 10 + (0.02,) * 10 + (0.05,) * 10
+# How often the waiting side reads the row when no wake-up comes (an answer given to a replica
+# whose notification does not reach this one): often at first, then less. An answer given
+# here, or announced by PostgreSQL, is read at once.
+_FIRST_READS_S = (0.005,) * 4 + (0.01,) * 8 + (0.02,) * 10 + (0.05,) * 10
 _LATER_READ_S = 0.1
 # How often a waiting request checks that its lease still stands (a case that ended, or was
 # leased again elsewhere, answers nothing more).
@@ -89,16 +92,40 @@ def _leased_job(run: Run, key: str, repeat: str | int | None) -> RunnerJob:
     return job
 
 
+def _running_job(user: User, run_id: int, key: str, repeat: str | int | None) -> RunnerJob | None:
+    """The case's running job with its run, in one statement, when the user may see the run;
+    None otherwise (or for a key or repeat that cannot be: `_leased_job` says why)."""
+    try:
+        number = query_int("repeat", repeat)
+    except Invalid:
+        return None
+    if not key_may_exist(key):
+        return None
+    jobs = RunnerJob.objects.filter(
+        run_id=run_id,
+        run__workspace__memberships__user=user,
+        case_key=key,
+        status=JobStatus.LEASED,
+        leased_by__isnull=False,
+    )
+    if number is not None:
+        jobs = jobs.filter(repeat=number)
+    return jobs.select_related("run", "leased_by").order_by("repeat").first()
+
+
 def fs_request_ask(
     *, user: User, run_id: int, key: str, op: str, path: str, repeat: str | int | None = None
 ) -> CaseFsRequest:
     """Queue a member's request (viewers included; NotFound for anyone else) for the runner
     holding the running case's lease, and wake its parked poll wherever it is parked."""
-    run = run_get(user=user, run_id=run_id)
+    job = _running_job(user, run_id, key, repeat)
+    # Not running, or not visible: the run, then the case, say which.
+    run = run_get(user=user, run_id=run_id) if job is None else job.run
     if op not in FsOp.values:
         raise Invalid({"op": [f"Must be one of {', '.join(FsOp.values)}."]})
     normal = fs_path(path)
-    job = _leased_job(run, key, repeat)
+    if job is None:
+        job = _leased_job(run, key, repeat)
     assert job.leased_by is not None
     with transaction.atomic():
         request = CaseFsRequest.objects.create(
@@ -111,10 +138,16 @@ def fs_request_ask(
 
 def fs_request_wait(*, request: CaseFsRequest, timeout_s: float | None = None) -> FsAnswer:
     """The runner's answer to `request`; NoAnswer (504) when none came in time."""
-    deadline = time.monotonic() + (answer_timeout_s() if timeout_s is None else timeout_s)
+    with answers.waiting(request.pk) as answered:
+        return _wait(request, answered, answer_timeout_s() if timeout_s is None else timeout_s)
+
+
+def _wait(request: CaseFsRequest, answered: threading.Event, timeout_s: float) -> FsAnswer:
+    deadline = time.monotonic() + timeout_s
     reads = iter(_FIRST_READS_S)
     lease_checked = time.monotonic()
     while True:
+        answered.clear()
         row = CaseFsRequest.objects.select_related("blob").filter(pk=request.pk).first()
         if row is not None and row.answered_at is not None:
             # Read once: the row goes, and the content's blob, named by nothing else, is
@@ -127,7 +160,7 @@ def fs_request_wait(*, request: CaseFsRequest, timeout_s: float | None = None) -
         if time.monotonic() - lease_checked >= _LEASE_CHECK_S:
             lease_checked = time.monotonic()
             _still_leased(request)
-        time.sleep(min(next(reads, _LATER_READ_S), remaining))
+        answered.wait(min(next(reads, _LATER_READ_S), remaining))
     CaseFsRequest.objects.filter(pk=request.pk, answered_at__isnull=True).delete()
     raise NoAnswer(
         f"The runner did not answer within {answer_timeout_s():g} s: it may be busy, asleep "
@@ -161,32 +194,35 @@ def _answer(request: CaseFsRequest, row: CaseFsRequest) -> FsAnswer:
     )
 
 
-def _open_for(runner: Runner, fences: Sequence[tuple[int, int]]) -> Any:
+def _open_for(runner: Runner, fences: Sequence[tuple[int, int]]) -> list[int]:
+    """The open requests (at most 100, oldest first) for these jobs while this runner holds
+    them at these epochs, in one statement."""
     cutoff = timezone.now() - timedelta(seconds=answer_timeout_s())
-    pairs = {job_id: epoch for job_id, epoch in fences}
-    held = RunnerJob.objects.filter(
-        pk__in=list(pairs), status=JobStatus.LEASED, leased_by=runner
-    ).values_list("pk", "lease_epoch")
-    live = [pk for pk, epoch in held if pairs.get(pk) == epoch]
-    return CaseFsRequest.objects.filter(
-        job_id__in=live, answered_at__isnull=True, taken_at__isnull=True, created_at__gte=cutoff
+    wanted = set(fences)
+    rows = (
+        CaseFsRequest.objects.filter(
+            job_id__in={job_id for job_id, _ in wanted},
+            job__status=JobStatus.LEASED,
+            job__leased_by=runner,
+            job__lease_epoch=F("lease_epoch"),
+            answered_at__isnull=True,
+            taken_at__isnull=True,
+            created_at__gte=cutoff,
+        )
+        .order_by("pk")
+        .values_list("pk", "job_id", "lease_epoch")[:100]
     )
+    return [pk for pk, job_id, epoch in rows if (job_id, epoch) in wanted]
 
 
 def fs_requests_take(*, runner: Runner, fences: Sequence[tuple[int, int]]) -> list[FsRequest]:
     """The open requests for the jobs this runner holds at these epochs, marked as taken."""
-    if not fences:
+    # Read first, outside a transaction: a poll usually finds none (one statement).
+    ids = _open_for(runner, fences) if fences else []
+    if not ids:
         return []
-    wanted = set(fences)
     stamp = timezone.now()
     with transaction.atomic():
-        ids = [
-            pk
-            for pk, job_id, epoch in _open_for(runner, fences)
-            .order_by("pk")
-            .values_list("pk", "job_id", "lease_epoch")[:100]
-            if (job_id, epoch) in wanted
-        ]
         # Taken once: two polls of one runner (the old one still parked while a fresh one
         # takes over) never both answer a request.
         CaseFsRequest.objects.filter(pk__in=ids, taken_at__isnull=True).update(taken_at=stamp)
@@ -244,6 +280,8 @@ def fs_request_answer(
             media_type=blob.media_type if blob is not None else "",
             error=(error or "")[:500],
         )
+        if updated:
+            notify_fs_answered(pk)
     if not updated:
         return Ack(accepted=False, reason=f"no open request {request_id} for this lease")
     return Ack(accepted=True)

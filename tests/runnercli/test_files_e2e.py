@@ -321,9 +321,10 @@ CHURN = """
 def test_a_runner_keeps_one_file_poll_parked_while_its_cases_come_and_go(
     alice: Any, workspace: Any, tmp_path: Path, blob_dir: Path
 ) -> None:
-    """Every case that starts or ends sends a fresh poll with the new set of jobs; the one it
-    supersedes ends at once (it used to stay parked for its whole wait, each woken by every
-    dispatch to the owner and each reading the requests on the server's small thread pool)."""
+    """Cases that start send a fresh poll with the new set of jobs (at most every
+    `REPOLL_S`), cases that end none; the one it supersedes ends at once (it used to stay
+    parked for its whole wait, each woken by every dispatch to the owner and each reading the
+    requests on the server's small thread pool)."""
     script, flag = tmp_path / "churn.py", tmp_path / "release"
     script.write_text(textwrap.dedent(CHURN))
     harness_create(
@@ -361,6 +362,8 @@ def test_a_runner_keeps_one_file_poll_parked_while_its_cases_come_and_go(
                 return CaseResult.objects.filter(run_id=run["id"]).count()
 
             wait_for("the quick cases scored", lambda: settled() >= len(quick), timeout=30)
+            # Not a poll for each case that started and one for each that ended (33 or so).
+            assert metric(server.url, "everdict_fs_polls_total") < len(quick)
             # The long case runs alone now: one poll parked for it, however many came before.
             wait_for(
                 "one file poll parked",

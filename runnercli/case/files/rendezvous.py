@@ -1,8 +1,9 @@
 """Files while it runs (the fs rendezvous): the runner's side.
 
 While any case runs, one `poll_case_fs_requests` long-poll is kept parked for every job held
-(when a case starts or ends, a fresh poll takes over with the new set; the server ends the one
-parked before, which answers whatever it took, and it is cancelled if it lingers). Each request
+(when cases start, a fresh poll takes over with the new set, at most every `REPOLL_S`; the
+server ends the one parked before, which answers whatever it took, and it is cancelled if it
+lingers; a case that ends needs no fresh poll). Each request
 is answered from the case's working directory only: the path resolved and confined to it
 (`runnercli.case.confine`: no `..`, no symlink out, no sibling whose name starts the same), a
 file over `max_artifact_bytes` refused from its metadata before any byte is read, text redacted
@@ -35,8 +36,11 @@ POLL_WAIT_MS = 25_000
 # (a server without the fs rendezvous) after much longer.
 RETRY_S = 1.0
 REFUSED_RETRY_S = 30.0
-# A superseded poll is given this long to come back (with what it took) before it is cancelled.
-SUPERSEDED_GRACE_S = 2.0
+# How often at most a fresh poll takes over to add the cases started since the last one.
+REPOLL_S = 1.0
+# A superseded poll is given this long to come back (with what it took) before it is cancelled,
+# and one parked while no case runs is kept this long for the next case.
+GRACE_S = 2.0
 # An answer is worth sending only while the page still waits for it.
 UPLOAD_PATIENCE_S = 25.0
 KEPT_HERE = "the member keeps this case's files on their machine (the runner runs with --no-files)"
@@ -72,25 +76,55 @@ class CaseFiles:
     async def run(self) -> None:
         """Keep a poll parked while any case runs, until cancelled."""
         poll: asyncio.Task[None] | None = None
+        polled: set[tuple[int, int]] = set()
+        loop = asyncio.get_running_loop()
+        began = -REPOLL_S
         try:
             while True:
                 fences = self.fences()
                 self.changed.clear()
-                if poll is not None and not poll.done():
-                    # Superseded: the server ends it once a fresh poll arrives (answering what
-                    # it took meanwhile); one that lingers (no case runs now, a server that
-                    # does not end it, another replica) is cancelled, never left parked.
-                    asyncio.get_running_loop().call_later(SUPERSEDED_GRACE_S, poll.cancel)
+                live = poll is not None and not poll.done()
                 if not fences:
-                    await self.changed.wait()
+                    # No case runs: the poll parked ends unless one starts within the grace
+                    # (cases that follow one another keep it).
+                    if poll is not None and live and not await self._changed_within(GRACE_S):
+                        poll.cancel()
+                        poll, polled = None, set()
+                    elif not live:
+                        await self.changed.wait()
                     continue
-                poll = self._spawn(self._poll(fences))
-                changed = asyncio.ensure_future(self.changed.wait())
-                await asyncio.wait([poll, changed], return_when=asyncio.FIRST_COMPLETED)
-                changed.cancel()
+                if poll is not None and live:
+                    if _pairs(fences) <= polled:
+                        # Only cases that ended: the poll parked serves those still running
+                        # (the server answers nothing for a job no longer leased at its epoch).
+                        await self._until_changed_or(poll)
+                        continue
+                    if (settle := began + REPOLL_S - loop.time()) > 0:
+                        # Cases starting one after another are added at most every REPOLL_S,
+                        # not each by a call of its own.
+                        await asyncio.sleep(settle)
+                        continue
+                    # Superseded: the server ends it once a fresh poll arrives (answering what
+                    # it took meanwhile); one that lingers (a server that does not end it,
+                    # another replica) is cancelled, never left parked.
+                    loop.call_later(GRACE_S, poll.cancel)
+                poll, polled, began = self._spawn(self._poll(fences)), _pairs(fences), loop.time()
+                await self._until_changed_or(poll)
         finally:
             for task in list(self._tasks):
                 task.cancel()
+
+    async def _changed_within(self, seconds: float) -> bool:
+        try:
+            await asyncio.wait_for(self.changed.wait(), seconds)
+        except TimeoutError:
+            return False
+        return True
+
+    async def _until_changed_or(self, poll: asyncio.Task[None]) -> None:
+        changed = asyncio.ensure_future(self.changed.wait())
+        await asyncio.wait([poll, changed], return_when=asyncio.FIRST_COMPLETED)
+        changed.cancel()
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(coro)
@@ -169,3 +203,7 @@ class CaseFiles:
             patience_s=UPLOAD_PATIENCE_S,
         )
         return BlobRef(sha256=digest, size=len(data), media_type=kind)
+
+
+def _pairs(fences: list[JobFence]) -> set[tuple[int, int]]:
+    return {(fence.job_id, fence.lease_epoch) for fence in fences}
