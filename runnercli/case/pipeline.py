@@ -28,11 +28,7 @@ while a case runs.
 from __future__ import annotations
 
 import asyncio
-import atexit
-import json
-import os
 import time
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -40,6 +36,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from runnercli.case.argv import StartError
+from runnercli.case.stageclock import StageClock, stage_clock
 from runnercli.case.streams import ChunkSink, LineSink
 from runnercli.protocol import CaseJob, CaseResult, Lease
 from runnercli.session import JobRun
@@ -286,30 +283,6 @@ class Pipeline:
             await _clean_up(reversed(entered), case, clock)
             if clock:
                 clock.cases += 1
-
-
-class StageClock:
-    """Wall time spent in each stage's hooks, summed over the cases, for the benchmarks:
-    on when `EVERDICT_STAGE_TIMES` names a file, written there as JSON when the runner exits
-    (`{"cases": n, "seconds": {stage: s}}`). Off, a case pays one attribute read."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.on = bool(path)
-        self.cases = 0
-        self.seconds: dict[str, float] = defaultdict(float)
-        if self.on:
-            atexit.register(self.write)
-
-    def add(self, stage: str, seconds: float) -> None:
-        self.seconds[stage] += seconds
-
-    def write(self) -> None:
-        with open(self.path, "w", encoding="utf-8") as out:
-            json.dump({"cases": self.cases, "seconds": dict(self.seconds)}, out)
-
-
-stage_clock = StageClock(os.environ.get("EVERDICT_STAGE_TIMES", ""))
 
 
 async def _clean_up(

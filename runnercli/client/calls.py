@@ -8,7 +8,6 @@ that died is replaced on the next call.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import Any, TypeVar
 
@@ -27,6 +26,7 @@ from runnercli.client.errors import (
 )
 from runnercli.client.grants import LeaseBatch, parse_lease_reply
 from runnercli.client.mcp_session import McpSession
+from runnercli.client.replies import failure_of, json_of, text_of
 from runnercli.config import mcp_url
 from runnercli.protocol import (
     MAX_STATUS_CHARS,
@@ -40,7 +40,6 @@ from runnercli.protocol import (
     Hello,
     Limits,
     ResultReport,
-    ToolFailure,
 )
 from runnercli.protocol.features import RUNNER_FEATURES
 
@@ -237,13 +236,13 @@ class RunnerClient:
             session.dead = True
             raise self._classify(exc) from exc
         if result.is_error:
-            failure = _failure_of(result)
+            failure = failure_of(result)
             if failure is not None and failure.retryable:
                 raise ServerBusy(failure)
-            raise ToolCallError(_text_of(result) or f"{tool} failed")
+            raise ToolCallError(text_of(result) or f"{tool} failed")
         payload = result.structured_content
         if payload is None:
-            payload = _json_of(result)
+            payload = json_of(result)
         return payload
 
     async def _connected(self) -> McpSession:
@@ -296,26 +295,3 @@ class RunnerClient:
 
 def _st(status: str) -> str:
     return status[:MAX_STATUS_CHARS]
-
-
-def _text_of(result: Any) -> str:
-    texts = [getattr(block, "text", "") for block in result.content]
-    return "\n".join(text for text in texts if text)
-
-
-def _failure_of(result: Any) -> ToolFailure | None:
-    """The structured content of a tool error, when the server gave one."""
-    content = result.structured_content
-    if content is None:
-        return None
-    try:
-        return ToolFailure.model_validate(content)
-    except ValidationError:
-        return None
-
-
-def _json_of(result: Any) -> Any:
-    try:
-        return json.loads(_text_of(result))
-    except ValueError as exc:
-        raise ToolCallError("the tool answered without a structured result") from exc
