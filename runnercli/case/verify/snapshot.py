@@ -45,12 +45,14 @@ def snapshot_index(worktree: Path) -> Snapshot | None:
     with tempfile.TemporaryDirectory(prefix="everdict-index-") as scratch:
         copy = Path(scratch, "index")
         copy.write_bytes(data)
-        return _unmarked(worktree, copy, mtime) or Snapshot(data, mtime)
+        # With the index's own time, git re-reads the same racy entries as it would there.
+        os.utime(copy, (mtime, mtime))
+        return _unmarked(worktree, copy, data, mtime)
 
 
-def _unmarked(worktree: Path, copy: Path, mtime: float) -> Snapshot | None:
-    """The copy with its marks cleared; None when it has none (or git cannot read it: then
-    the copy stays as it was, and every file is compared as git compares it)."""
+def _unmarked(worktree: Path, copy: Path, data: bytes, mtime: float) -> Snapshot | None:
+    """The copy (`data`) with its marks cleared; None when git cannot clear them (the check
+    then hashes every file of the start commit, trusting no mark)."""
     listed = _git(worktree, copy, ["ls-files", "-v", "-z"])
     if listed is None:
         return None
@@ -62,7 +64,7 @@ def _unmarked(worktree: Path, copy: Path, mtime: float) -> Snapshot | None:
         if tag in (b"S", b"s"):
             skipped.append(name)
     if not assumed and not skipped:
-        return None
+        return Snapshot(data, mtime)
     for flag, names in (("--no-assume-unchanged", assumed), ("--no-skip-worktree", skipped)):
         if names and _git(worktree, copy, ["update-index", flag, "-z", "--stdin"], names) is None:
             return None
