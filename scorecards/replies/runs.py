@@ -17,6 +17,7 @@ from scorecards.replies.results import RunResultItem, result_items
 from scorecards.selectors.cursors import cursor_encode
 from scorecards.selectors.results import RunOverview
 from scorecards.selectors.runs import LogRow
+from scorecards.selectors.summary import budget_figures
 
 # Beside a run's status (the state machine's), when its budget skipped the cases not started.
 BUDGET_REACHED = "budget reached"
@@ -163,6 +164,11 @@ def status_detail(summary: dict[str, Any]) -> str:
     return BUDGET_REACHED if summary.get("budget_ended") else ""
 
 
+def listed_status_detail(run: Run) -> str:
+    """`status_detail` of a run of `runs_of`, from its `n_skipped` results."""
+    return status_detail(budget_figures(run, getattr(run, "n_skipped", 0)))
+
+
 def _results_url(run: Run, cursor: str, base_url: str) -> str:
     path = reverse("api-run-results", args=[run.pk])
     return f"{base_url}{path}?{urlencode({'cursor': cursor})}"
@@ -176,6 +182,9 @@ class RunItem(Reply):
     harness: VersionRef
     dataset: VersionRef
     status: str
+    status_detail: str = Field(
+        default="", description="As the run's reply says it: 'budget reached' or ''."
+    )
     runtime: str
     repeats: int
     parent: int | None
@@ -195,6 +204,7 @@ class RunItem(Reply):
             harness=VersionRef.of(run.harness),
             dataset=VersionRef.of(run.dataset),
             status=run.status,
+            status_detail=listed_status_detail(run),
             runtime=run.runtime,
             repeats=run.repeats,
             parent=run.parent_id,

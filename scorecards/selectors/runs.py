@@ -80,7 +80,8 @@ def runs_of(
     status: str | None = None,
 ) -> QuerySet[Run]:
     """The workspace's runs, newest first, annotated with `n_done` and `n_pass` settled
-    results; filtered by harness name, dataset name and status."""
+    results and `n_skipped` results its budget skipped; filtered by harness name, dataset
+    name and status."""
     workspace = membership_for(user=user, slug=workspace_slug).workspace
     runs = Run.objects.filter(workspace=workspace)
     if status:
@@ -96,6 +97,7 @@ def runs_of(
         .annotate(
             n_done=Count("results"),
             n_pass=Count("results", filter=Q(results__verdict=Verdict.PASS)),
+            n_skipped=Count("results", filter=Q(results__verdict=Verdict.SKIPPED)),
         )
         .order_by("-id")
     )

@@ -14,6 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 
 from core.errors import Forbidden, NotFound, ServiceError
 from scorecards.models import Run
+from scorecards.replies.runs import listed_status_detail
 from scorecards.selectors.runs import runtime_label
 
 View = Callable[..., HttpResponse]
@@ -86,5 +87,6 @@ def run_row(run: Run) -> dict[str, Any]:
         "runtime": runtime_label(run),
         "done": done,
         "pass_rate": getattr(run, "n_pass", 0) / done if done else None,
+        "status_detail": listed_status_detail(run),
         "duration": _duration(run),
     }

@@ -113,6 +113,10 @@ def test_get_run_says_the_budget_ended_the_run(gateway: Any, alice: Any, key: st
     got = structured(call(gateway.url, key, "get_run", {"run_id": run.pk}))
     assert (got["status"], got["status_detail"]) == ("succeeded", "budget reached")
     assert got["summary"]["skipped"] == 2
+    plain = start(alice, laptop)
+    listed = structured(call(gateway.url, key, "list_runs", {"workspace": "acme"}))
+    details = {r["id"]: r["status_detail"] for r in listed["runs"]}
+    assert details == {run.pk: "budget reached", plain.pk: ""}
 
 
 def test_an_outsider_gets_not_found_from_every_run_tool(

@@ -289,7 +289,9 @@ def test_no_worktree_stays_after_a_kill_9_of_the_runner_a_timeout_a_cancel_or_ct
         # A case past its timeout.
         flag.write_text("hang")
         timed_out = api.wait_run(start_run(api, "slow", "one", runner_id))
-        assert [r["status"] for r in timed_out["results"]] == ["timeout"], timed_out
+        # Without a verifier, a timeout stays an error.
+        told = [(r["status"], r["verdict"]) for r in timed_out["results"]]
+        assert told == [("timeout", "error")], timed_out
         wait_until(lambda: worktree_paths(checkout) == [], "a timed-out case left its worktree")
 
         # A case canceled while it runs.

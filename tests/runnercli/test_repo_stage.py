@@ -19,6 +19,7 @@ from runnercli.case.execute import Execute
 from runnercli.case.pipeline import CaseContext, Failed, Pipeline, Stage
 from runnercli.case.prepare import Prepare
 from runnercli.case.repo import DIFF_CUT_MARKER, Worktrees
+from runnercli.case.repo.diff import diff_since
 from runnercli.case.repo.stage import Repo
 from runnercli.protocol import CaseJob, HarnessSpec, harness_digest
 from runnercli.session import JobRun
@@ -226,6 +227,17 @@ def test_what_the_case_changed_is_kept_as_repo_diff_an_artifact_of_the_case(
     assert "-print(2)\n+print('edited by the case')\n" in diff.decode()
     assert "-hello, staged\n" in diff.decode()
     assert worktree_paths(checkout) == []
+
+
+def test_repo_diff_shows_a_change_to_a_file_the_case_marked_assume_unchanged(
+    checkout: Path,
+) -> None:
+    start = git(checkout, "rev-parse", "HEAD").strip()
+    git(checkout, "update-index", "--assume-unchanged", "src/app.py")
+    (checkout / "src/app.py").write_text("print('hidden?')\n")
+    diff = asyncio.run(diff_since(checkout, start, 1 << 20)).decode()
+    assert "+print('hidden?')\n" in diff
+    assert git(checkout, "ls-files", "-v", "src/app.py").startswith("h ")  # its index untouched
 
 
 def test_repo_diff_is_bounded_by_the_servers_artifact_limit(

@@ -9,8 +9,11 @@ run the restored test; Claude Code's planted `conftest.py` making every test pas
 hidden tests the agent provably never saw (it lists its worktree, reads its case file and
 prints its environment, and nothing of the hidden test ever reaches the model) decide the
 verdict; a listed `fail_to_pass` test is named in the reason when it fails; and a case whose
-stream passes the harness's `max_tokens` is stopped there, the verifier still deciding. The
-member's checkout is untouched and no worktree is left.
+stream passes the harness's `max_tokens` is stopped there, the verifier still deciding.
+
+With scripted agents: a runner killed during the verifier runs the case whole on the next
+attempt, and an agent that outlives the harness's timeout is stopped, reported `completed`
+with what stopped it, and verified. The member's checkout is untouched and no worktree is left.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from tests.live import daphne, runner_cli, scheduler, sealed_host
 from tests.runnercli.gitrepos import git, snapshot, worktree_paths
 from tests.runnercli.test_e2e import Api, wait_output
 from tests.runnercli.test_repo_e2e import case_dirs, map_and_pair, start_runner
-from tests.runnercli.verifyrepo import HIDDEN_TEST, PROTECT, VERIFY, make_project
+from tests.runnercli.verifyrepo import FIXED, HIDDEN_TEST, PROTECT, VERIFY, make_project
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -311,7 +314,39 @@ if not runs:
 """
 
 
-def test_a_runner_killed_during_the_verifier_runs_the_case_whole_on_the_next_attempt(
+# Fixes the bug when its case says so, then works on past the harness's timeout.
+SLOW_AGENT = f"""
+import sys, time
+from pathlib import Path
+if sys.argv[1] == "fix":
+    Path("calc.py").write_text({FIXED!r})
+print("still working", flush=True)
+time.sleep(60)
+"""
+
+
+def start_slow_run(api: Api, alice: Any, tmp_path: Path, runner_id: int) -> int:
+    (tmp_path / "slow.py").write_text(SLOW_AGENT)
+    harness_create(
+        user=alice,
+        workspace_slug="acme",
+        name="slow",
+        spec={
+            "command": [sys.executable, str(tmp_path / "slow.py"), "{case.key}"],
+            "timeout_s": 2,
+            "capabilities": ["python"],
+            "repo": {"name": NAME, "ref": "head"},
+            "protect": PROTECT,
+            "verify": VERIFY,
+            "grader": {"type": "verify"},
+        },
+    )
+    cases = [{"key": key, "tests": LISTED} for key in ("fix", "idle")]
+    dataset_create(user=alice, workspace_slug="acme", name="slow-cases", cases=cases)
+    return start_run(api, "slow", "slow-cases", runner_id)
+
+
+def test_a_killed_runner_reruns_the_case_whole_and_a_timed_out_agent_is_still_verified(
     api: Api, alice: Any, tmp_path: Path
 ) -> None:
     checkout = tmp_path / "member" / "calc"
@@ -348,10 +383,13 @@ def test_a_runner_killed_during_the_verifier_runs_the_case_whole_on_the_next_att
         assert time.monotonic() < deadline, runner.output()
         time.sleep(0.05)
     runner.stop(signal.SIGKILL)
-    # Its lease lapses; the next runner of the machine takes the case again, whole.
+    # Its lease lapses; the next runner of the machine takes the case again, whole. Then an
+    # agent past its harness's timeout is stopped, and the verifier decides its case.
     again = start_runner(tmp_path, "laptop")
     try:
         run = api.wait_run(run_id, timeout=90)
+        slow_id = start_slow_run(api, alice, tmp_path, runner_id)
+        slow = api.wait_run(slow_id, timeout=90)
     finally:
         assert again.stop(signal.SIGTERM) == 0, again.output()
 
@@ -365,6 +403,26 @@ def test_a_runner_killed_during_the_verifier_runs_the_case_whole_on_the_next_att
         .values_list("status", flat=True)
     )
     assert len(statuses) == 2 and statuses[-1] == "succeeded", statuses
+
+    verdicts = {r["case"]: (r["verdict"], r["score"], r["reason"]) for r in slow["results"]}
+    assert verdicts == {
+        "fix": ("pass", 1.0, "all 2 listed tests passed"),
+        "idle": (
+            "fail",
+            0.5,
+            "1 of 2 listed tests failing: fail_to_pass tests/test_calc.py::test_add (failed)",
+        ),
+    }, (slow, again.output())
+    for key in ("fix", "idle"):
+        result = api.ok("GET", f"/api/runs/{slow_id}/cases/{key}")["runs"][0]["result"]
+        assert result["status"] == "completed", result
+        assert result["stopped"] == {
+            "by": "timeout",
+            "limit": None,
+            "used": {},
+            "limits": {"timeout_s": 2},
+        }
+        assert result["verify"]["exit_code"] == (0 if key == "fix" else 1)
     assert snapshot(checkout) == before
     assert git(checkout, "status", "--porcelain") == ""
     assert worktree_paths(checkout) == []

@@ -321,6 +321,46 @@ def test_the_index_copy_spares_reading_unchanged_files_but_not_a_backdated_edit(
     assert target.read_text() == TESTS
 
 
+def test_a_change_to_a_file_the_checkout_marks_assume_unchanged_is_seen(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    start = make_project(repo)
+    git(repo, "update-index", "--assume-unchanged", "tests/test_calc.py")
+    index = snapshot_index(repo)
+    (repo / "tests/test_calc.py").write_text(TESTS.replace("== 5", "== -1"))
+    changes = check_and_restore(repo, start, PROTECT, index)
+    assert [(c.path, c.change) for c in changes] == [("tests/test_calc.py", "modified")]
+    assert (repo / "tests/test_calc.py").read_text() == TESTS
+
+
+def test_a_sparse_checkouts_absent_paths_stay_unflagged_and_what_lands_there_is_added(
+    project: Path,
+) -> None:
+    # A sparse checkout of the member's without `tests/`: git gives the case's worktree the
+    # same patterns, and `tests/test_calc.py` is there marked skip-worktree and not on disk.
+    git(project, "sparse-checkout", "set", "--no-cone", "/*", "!/tests/")
+    assert not (project / "tests").exists()
+    sparse_worktree = """
+from pathlib import Path
+import subprocess
+marks = subprocess.run(["git", "ls-files", "-v", "tests"], capture_output=True, text=True)
+print(marks.stdout, Path("tests").exists())
+"""
+    result, _ = run(job(sparse_worktree, verify={**VERIFY, "command": ["true"]}), project)
+    assert result.output.startswith("S tests/test_calc.py\n False"), result.output
+    assert result.tampered == []  # absent as it started: not deleted
+
+    plant = """
+from pathlib import Path
+Path("tests").mkdir()
+Path("tests/test_calc.py").write_text("def test_add():\\n    pass\\n")
+"""
+    result, _ = run(job(plant), project)
+    assert result.tampered is not None, result
+    assert [(t.path, t.change) for t in result.tampered] == [("tests/test_calc.py", "added")]
+    # Removed before the verifier ran: it found no test to run.
+    assert result.verify is not None and result.verify.exit_code == 5, result.verify
+
+
 @pytest.mark.parametrize("racy", [False, True], ids=["settled", "same-moment"])
 def test_what_the_agent_configures_in_the_checkout_hides_no_change(
     tmp_path: Path, racy: bool

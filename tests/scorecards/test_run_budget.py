@@ -3,6 +3,7 @@ the cases not started; running ones finish; skipped results are counted apart.""
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -117,6 +118,22 @@ def test_a_rerun_spends_under_its_parents_budget(alice: Any, laptop: Any, client
     again_plain = run_rerun(user=alice, run_id=plain.pk, only="failed")
     assert again_plain.max_cost_usd is None
     assert client.get(f"/api/runs/{plain.pk}").json()["status_detail"] == ""
+    # The runs list says it beside each status too, in its reply and on its page.
+    listed = client.get("/api/workspaces/acme/runs").json()["results"]
+    assert {r["id"]: r["status_detail"] for r in listed} == {
+        run.pk: "budget reached",
+        rerun.pk: "budget reached",
+        plain.pk: "",
+        again_plain.pk: "",
+    }
+    page = client.get("/w/acme/runs/").content.decode()
+    shown = re.findall(r'<tr id="run-(\d+)">.*?</tr>', page, flags=re.S)
+    marked = re.findall(
+        r'<tr id="run-(\d+)">(?:(?!</tr>).)*data-testid="status-detail"', page, re.S
+    )
+    assert sorted(map(int, shown)) == sorted([run.pk, rerun.pk, plain.pk, again_plain.pk])
+    assert sorted(map(int, marked)) == sorted([run.pk, rerun.pk])
+    assert page.count('data-testid="status-detail">budget reached</span>') == 2
 
 
 def test_a_run_under_its_budget_or_without_one_skips_nothing(alice: Any, laptop: Any) -> None:

@@ -2,16 +2,18 @@
 
 Modified, added (untracked new files included, ignored ones not) and deleted files, relative
 to the commit the case started from. The worktree's own index is left alone: `git add -A`
-goes into a temporary copy of it (`GIT_INDEX_FILE`), then `git diff --cached --binary` of that
-against the start commit. The member's configuration cannot change the patch's shape
-(prefixes, colours, external diff drivers), so `git apply` takes it back. The patch is read as
-it streams and cut, with a marker line, past the size asked for.
+goes into a temporary copy of it (`GIT_INDEX_FILE`), its assume-unchanged marks cleared, then
+`git diff --cached --binary` of that against the start commit. The member's configuration
+cannot change the patch's shape (prefixes, colours, external diff drivers), so `git apply`
+takes it back. The patch is read as it streams and cut, with a marker line, past the size
+asked for.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -24,6 +26,8 @@ DIFF_MEDIA_TYPE = "text/x-diff"
 DIFF_CUT_MARKER = b"# everdict: repo.diff was cut here, at its size limit; the rest is not shown"
 _CHUNK = 64 * 1024
 _STDERR_KEPT = 4096
+# Paths named on one command line (well under any system's argument limit).
+_MARKS_PER_CALL = 500
 _DIFF_OPTIONS = (
     "--binary",
     "--no-color",
@@ -52,8 +56,19 @@ async def diff_since(path: Path, start: str, max_bytes: int) -> bytes:
         if own_index.is_file():
             await asyncio.to_thread(shutil.copyfile, own_index, index)
         env = {"GIT_INDEX_FILE": str(index)}
+        await _unassume(path, env)
         await git(path, "-c", "core.safecrlf=false", "add", "--all", env=env)
         return await _bounded(path, ["diff", "--cached", *_DIFF_OPTIONS, start], env, max_bytes)
+
+
+async def _unassume(path: Path, env: dict[str, str]) -> None:
+    """Clear the index copy's assume-unchanged marks (a case may have set them in its
+    worktree): `git add` passes over a marked file, and its change would be missing."""
+    listed = await git(path, "ls-files", "-v", "-z", env=env)
+    marked = [item[2:] for item in listed.stdout.split(b"\0") if item[:1].islower()]
+    for at in range(0, len(marked), _MARKS_PER_CALL):
+        names = [os.fsdecode(name) for name in marked[at : at + _MARKS_PER_CALL]]
+        await git(path, "update-index", "--no-assume-unchanged", "--", *names, env=env)
 
 
 async def _bounded(path: Path, args: list[str], env: dict[str, str], limit: int) -> bytes:

@@ -12,7 +12,8 @@ nothing here), a symbolic link by its target, as git stores it. A protected path
 `symlink` (it, or a directory above it, is now a symbolic link). `restore` puts each back from
 the start commit's objects — writing the bytes itself, never through a symbolic link or a
 filter — and removes what was added. Without an index copy, every file of the start commit is
-a candidate (hashed).
+a candidate (hashed). A path a sparse checkout kept off the disk is `added` when the agent put
+other bytes there, and removed.
 """
 
 from __future__ import annotations
@@ -28,8 +29,11 @@ from pathlib import Path
 
 from runnercli.case.artifacts.globs import Glob, glob_regex
 from runnercli.case.repo.git import GitError
-from runnercli.case.verify.gitview import GitView, index_path, parse_diff_files, parse_names
+from runnercli.case.verify.gitview import GitView, parse_diff_files, parse_names
 from runnercli.case.verify.restore import EXEC_MODE, FILE_MODE, LINK_MODE, remove, write
+from runnercli.case.verify.snapshot import Snapshot, snapshot_index
+
+__all__ = ["Change", "Protected", "Snapshot", "check_and_restore", "snapshot_index"]
 
 NO_MODE = "000000"
 GITLINK_MODE = "160000"
@@ -41,14 +45,6 @@ class Change:
     change: str
     # Where the bytes of a renamed path went.
     to: str | None = None
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """The worktree's index as it was before the agent started, and when it was written."""
-
-    data: bytes
-    mtime: float
 
 
 @dataclass(frozen=True)
@@ -75,6 +71,7 @@ class Protected:
         # Their start blobs' bytes, by blob id.
         self.bodies: dict[str, bytes] = {}
         self.index = index
+        self.absent = index.absent if index is not None else frozenset()
 
     def matches(self, path: str) -> bool:
         return self.pattern.fullmatch(path) is not None
@@ -140,7 +137,11 @@ class Protected:
         gone: dict[str, str] = {}  # path → its start blob, for renames
         for path, was in sorted(self.tree.items()):
             entry = now.get(path)
-            if entry is None:
+            if path in self.absent and path not in linked:
+                # Off the disk at the start (outside a sparse checkout): there now, it is added.
+                if entry is not None and entry != was:
+                    changes.append(Change(path, "added"))
+            elif entry is None:
                 if path in linked:
                     changes.append(Change(path, "symlink"))
                 else:
@@ -298,15 +299,3 @@ def check_and_restore(
     if changes:
         protected.restore(changes)
     return changes
-
-
-def snapshot_index(worktree: Path) -> Snapshot | None:
-    """A copy of the worktree's index as it is now (before the agent starts)."""
-    path = index_path(worktree)
-    if path is None:
-        return None
-    try:
-        mtime = path.stat().st_mtime
-        return Snapshot(path.read_bytes(), mtime)
-    except OSError:
-        return None

@@ -67,7 +67,7 @@ class Verify(Stage):
         become_subreaper()
         case.env[MARK_ENV] = self.mark
         worktree = self.repo.worktree
-        if worktree is not None:
+        if worktree is not None and case.job.harness.spec.protect is not None:
             self.index = await asyncio.to_thread(snapshot_index, worktree.path)
 
     async def finish(self, case: CaseContext) -> None:
