@@ -211,25 +211,36 @@ class ObjectStore:
         }
 
     def _wait_ready(self, timeout_s: float) -> None:
-        """Wait until a signed request answers, then make sure the bucket exists."""
+        """Wait until a signed request answers and the bucket exists, then until an object
+        can be written and read back: the gateway answers before its volume server has
+        registered with the master (after a restart it takes a few seconds under load), and
+        until then a write finds no volume."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         assert self.proc is not None
         client = self.client()
         deadline = time.monotonic() + timeout_s
-        while True:
-            check_alive([self.proc], tail_lines=30)
-            try:
-                client.list_buckets()
-                break
-            except (BotoCoreError, ClientError) as exc:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(
-                        f"SeaweedFS's S3 gateway at {self.endpoint_url} did not answer within "
-                        f"{timeout_s:.0f}s ({exc}); its log: {self.directory / 'weed.log'}"
-                    ) from exc
-                time.sleep(0.1)
-        self.create_bucket(self.bucket)
+        probe = f"ready-probe/{secrets.token_hex(8)}"
+        steps: list[Any] = [
+            client.list_buckets,
+            lambda: self.create_bucket(self.bucket),
+            lambda: client.put_object(Bucket=self.bucket, Key=probe, Body=b"ready"),
+            lambda: client.get_object(Bucket=self.bucket, Key=probe)["Body"].read(),
+            lambda: client.delete_object(Bucket=self.bucket, Key=probe),
+        ]
+        for step in steps:
+            while True:
+                check_alive([self.proc], tail_lines=30)
+                try:
+                    step()
+                    break
+                except (BotoCoreError, ClientError) as exc:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(
+                            f"SeaweedFS at {self.endpoint_url} was not ready within "
+                            f"{timeout_s:.0f}s ({exc}); its log: {self.directory / 'weed.log'}"
+                        ) from exc
+                    time.sleep(0.1)
 
 
 @contextmanager
