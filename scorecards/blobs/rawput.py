@@ -12,9 +12,10 @@ dropped (or whose server restarted) goes on from there.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from django.conf import settings
 from django.core import signing
@@ -233,16 +234,21 @@ def content_range(header: str, size: int) -> tuple[int, int]:
     return a, b
 
 
-def upload_chunk(runner: Runner, claims: UploadClaims, first: int, data: bytes) -> tuple[int, bool]:
-    """Take one chunk at `first`; the bytes held after it and whether the blob is committed.
-    Refused (nothing of the upload kept where the chunk was bad) with the reason."""
+def upload_chunk(
+    runner: Runner, claims: UploadClaims, first: int, data: IO[bytes]
+) -> tuple[int, bool]:
+    """Take one chunk at `first` (a seekable file at its first byte, read a piece at a time);
+    the bytes held after it and whether the blob is committed. Refused (nothing of the
+    upload kept where the chunk was bad) with the reason."""
     workspace_id = upload_fenced(runner, claims)
     held = Blob.objects.filter(workspace_id=workspace_id, sha256=claims.sha256).exists()
     if held:
         raise UploadRefusal(
             409, f"blob {claims.sha256} is committed already: this URL takes no more bytes"
         )
-    final = first + len(data) == claims.size
+    at = data.tell()
+    final = first + data.seek(0, os.SEEK_END) - at == claims.size
+    data.seek(at)
     ack: BlobAck = blob_put(
         workspace=workspace_id, sha256=claims.sha256, offset=first, data=data, final=final
     )

@@ -15,7 +15,7 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from django.core.files import File
@@ -69,14 +69,15 @@ def blob_compose(
     workspace_id: int,
     sha256: str,
     names: Sequence[str],
-    tail: bytes,
+    tail: Callable[[], Iterator[bytes]],
     matches: Callable[[], bool] = lambda: True,
 ) -> str:
-    """Write the staged chunks `names` and then `tail` under the blob's key once `matches()`
-    says they hash to the digest; the name the storage kept them under ("" when they did not:
-    nothing is kept). A storage on the local disk has them copied by the kernel into a file
-    that is then moved into place, `matches()` asked between the two (a digest computed
-    meanwhile by another thread overlaps the writing); any other storage asks first."""
+    """Write the staged chunks `names` and then the pieces `tail()` yields under the blob's
+    key once `matches()` says they hash to the digest; the name the storage kept them under
+    ("" when they did not: nothing is kept). A storage on the local disk has the chunks
+    copied by the kernel and the tail written piece by piece into a file that is then moved
+    into place, `matches()` asked between the two (a digest carried over the tail's pieces as
+    they are written); any other storage asks first."""
     storage = blob_storage()
     try:
         root = storage.path(STAGING_ROOT)
@@ -92,7 +93,8 @@ def blob_compose(
             for name in names:
                 with open(storage.path(name), "rb") as part:
                     _copy_file(part, out)
-            out.write(tail)
+            for piece in tail():
+                out.write(piece)
             out.flush()
             if not matches():
                 return ""
@@ -122,10 +124,12 @@ def _copy_file(source: IO[bytes], target: IO[bytes]) -> None:
 class _Concat(io.RawIOBase):
     """Staged chunks, then the tail, read one after the other as one stream."""
 
-    def __init__(self, names: Sequence[str], tail: bytes) -> None:
+    def __init__(self, names: Sequence[str], tail: Callable[[], Iterator[bytes]]) -> None:
         super().__init__()
         self._names = list(names)
-        self._tail = io.BytesIO(tail)
+        self._tail = tail
+        self._pieces: Iterator[bytes] | None = None
+        self._piece = memoryview(b"")
         self._open: IO[bytes] | None = None
 
     def readable(self) -> bool:
@@ -135,13 +139,27 @@ class _Concat(io.RawIOBase):
         while True:
             if self._open is None:
                 if not self._names:
-                    return self._tail.readinto(buffer)
+                    return self._tail_into(buffer)
                 self._open = cast(IO[bytes], blob_storage().open(self._names.pop(0), "rb"))
             got = self._open.readinto(buffer)  # type: ignore[attr-defined]
             if got:
                 return int(got)
             self._open.close()
             self._open = None
+
+    def _tail_into(self, buffer: Any) -> int:
+        """Fill `buffer` from the tail's pieces (0 at their end)."""
+        if self._pieces is None:
+            self._pieces = self._tail()
+        while not self._piece:
+            piece = next(self._pieces, None)
+            if piece is None:
+                return 0
+            self._piece = memoryview(piece)
+        n = min(len(buffer), len(self._piece))
+        buffer[:n] = self._piece[:n]
+        self._piece = self._piece[n:]
+        return n
 
     def close(self) -> None:
         if self._open is not None:

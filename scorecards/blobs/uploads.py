@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import io
-import threading
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from django.conf import settings
 from django.core.files import File
-from django.core.files.base import ContentFile
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -45,6 +44,10 @@ if TYPE_CHECKING:
 MAX_UPLOAD_CHUNKS = 4096
 COPY_CHUNK = 1 << 20
 
+# A chunk's bytes: whole (a `put_blob` call's) or a seekable file read a piece at a time (a
+# `PUT`'s body as the server spooled it), so that a chunk is never held whole in memory.
+Chunk = bytes | IO[bytes]
+
 
 def blob_holdings(*, workspace: Workspace | int, sha256s: Sequence[str]) -> BlobHoldings:
     """Which of these blobs the workspace lacks, and for those partly uploaded, how many
@@ -66,18 +69,53 @@ def blob_holdings(*, workspace: Workspace | int, sha256s: Sequence[str]) -> Blob
 
 
 def blob_put(
-    *, workspace: Workspace | int, sha256: str, offset: int, data: bytes, final: bool
+    *, workspace: Workspace | int, sha256: str, offset: int, data: Chunk, final: bool
 ) -> BlobAck:
-    """Take one chunk of the blob at `offset`; on `final`, check the whole against its digest
-    and commit it. `stored` says how many bytes of it the server holds after the call."""
-    ack = _put(workspace_id_of(workspace), sha256, offset, data, final)
+    """Take one chunk of the blob at `offset` (bytes, or a seekable file read from where it
+    stands to its end); on `final`, check the whole against its digest and commit it.
+    `stored` says how many bytes of it the server holds after the call."""
+    ack = _put(workspace_id_of(workspace), sha256, offset, _file(data), final)
     metrics.BLOB_CHUNKS.labels(outcome="accepted" if ack.accepted else "refused").inc()
     return ack
 
 
-def _put(workspace_id: int, sha256: str, offset: int, data: bytes, final: bool) -> BlobAck:
+def _file(data: Chunk) -> _Piece:
+    """The chunk as a file from its first byte, with its length."""
+    if isinstance(data, bytes):
+        return _Piece(io.BytesIO(data), len(data))  # shares the bytes: no copy
+    at = data.tell()
+    size = data.seek(0, os.SEEK_END) - at
+    data.seek(at)
+    return _Piece(data, size, at)
+
+
+class _Piece:
+    """A chunk's bytes in a seekable file, `size` of them from `start`."""
+
+    def __init__(self, file: IO[bytes], size: int, start: int = 0) -> None:
+        self.file = file
+        self.size = size
+        self.start = start
+
+    def pieces(self) -> Iterator[bytes]:
+        """The bytes from the first, `COPY_CHUNK` at a time."""
+        self.file.seek(self.start)
+        left = self.size
+        while left > 0:
+            piece = self.file.read(min(COPY_CHUNK, left))
+            if not piece:
+                break
+            left -= len(piece)
+            yield piece
+
+    def update(self, digest: Any) -> None:
+        for piece in self.pieces():
+            digest.update(piece)
+
+
+def _put(workspace_id: int, sha256: str, offset: int, data: _Piece, final: bool) -> BlobAck:
     limit = settings.EVERDICT_MAX_ARTIFACT_BYTES
-    if offset < 0 or offset + len(data) > limit:
+    if offset < 0 or offset + data.size > limit:
         upload_discard(workspace_id, sha256)
         return BlobAck(
             accepted=False,
@@ -100,15 +138,15 @@ def _put(workspace_id: int, sha256: str, offset: int, data: bytes, final: bool) 
 
 
 def _append(
-    workspace_id: int, sha256: str, upload: BlobUpload | None, offset: int, data: bytes
+    workspace_id: int, sha256: str, upload: BlobUpload | None, offset: int, data: _Piece
 ) -> BlobAck:
     """Stage `data` at `offset` when that is where the upload stands."""
     received = upload.received if upload is not None else 0
     if offset != received:
-        if upload is not None and _last_chunk_is(upload, offset, len(data)):
+        if upload is not None and _last_chunk_is(upload, offset, data.size):
             return BlobAck(accepted=True, reason="already held", stored=received)
         return _misplaced(offset, received)
-    if not data:
+    if not data.size:
         return BlobAck(accepted=True, stored=received)
     chunks = upload.chunks if upload is not None else []
     if len(chunks) >= MAX_UPLOAD_CHUNKS:
@@ -118,39 +156,43 @@ def _append(
             stored=received,
         )
     storage = blob_storage()
-    name = storage.save(chunk_key(workspace_id, sha256, offset), _Whole(data))
-    if _record(workspace_id, sha256, upload, name, len(data)):
-        metrics.BLOB_BYTES.inc(len(data))
+    name = storage.save(chunk_key(workspace_id, sha256, offset), _Pieces(data))
+    if _record(workspace_id, sha256, upload, name, data.size):
+        metrics.BLOB_BYTES.inc(data.size)
         _hash_staged(workspace_id, sha256, upload, name, data)
-        return BlobAck(accepted=True, stored=offset + len(data))
+        return BlobAck(accepted=True, stored=offset + data.size)
     # Another call took this offset meanwhile (the same chunk sent twice at once).
     storage.delete(name)
     now = BlobUpload.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
-    if now is not None and _last_chunk_is(now, offset, len(data)):
+    if now is not None and _last_chunk_is(now, offset, data.size):
         return BlobAck(accepted=True, reason="already held", stored=now.received)
     return _misplaced(offset, now.received if now is not None else 0)
 
 
-class _Whole(ContentFile):
-    """Bytes a storage writes in one piece rather than in copies of 64 KiB slices."""
+class _Pieces(File):
+    """A chunk a storage writes in pieces of `COPY_CHUNK` (not Django's 64 KiB)."""
 
-    def __init__(self, data: bytes) -> None:
-        super().__init__(data)
+    def __init__(self, data: _Piece) -> None:
+        super().__init__(data.file, name="chunk")
         self.data = data
 
+    @property
+    def size(self) -> int:
+        return self.data.size
+
     def chunks(self, chunk_size: int | None = None) -> Iterator[bytes]:
-        yield self.data
+        return self.data.pieces()
 
 
 def _hash_staged(
-    workspace_id: int, sha256: str, upload: BlobUpload | None, name: str, data: bytes
+    workspace_id: int, sha256: str, upload: BlobUpload | None, name: str, data: _Piece
 ) -> None:
     """Carry the upload's running digest over the chunk just staged, when this process
     holds it for the chunks staged before."""
     before = [str(chunk) for chunk, _ in upload.chunks] if upload is not None else []
     digest = running_take(workspace_id, sha256, before)
     if digest is not None:
-        digest.update(data)
+        data.update(digest)
         running_keep(workspace_id, sha256, [*before, name], digest)
 
 
@@ -213,22 +255,23 @@ def _lazy_commit() -> None:
             cursor.execute("SET LOCAL synchronous_commit TO OFF")
 
 
-def _commit(workspace_id: int, sha256: str, tail: bytes = b"") -> BlobAck:
+def _commit(workspace_id: int, sha256: str, tail: _Piece | None = None) -> BlobAck:
     """Write the staged chunks and then `tail`, in order, to the blob's key and record the
     blob when they hash to `sha256`; else keep nothing of them. The upload's running digest,
-    when this process holds it, is carried over `tail` on another thread while the bytes are
-    written beside the store, and checked before anything is put under the blob's key;
-    without it the chunks are hashed as they are streamed."""
+    when this process holds it, is carried over `tail` as it is written beside the store,
+    and checked before anything is put under the blob's key; without it the chunks are
+    hashed as they are streamed."""
+    tail = tail or _Piece(io.BytesIO(), 0)
     upload = BlobUpload.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
     chunks = [str(name) for name, _ in upload.chunks] if upload is not None else []
-    metrics.BLOB_BYTES.inc(len(tail))
+    metrics.BLOB_BYTES.inc(tail.size)
     running = running_take(workspace_id, sha256, chunks)
     try:
         if running is not None:
             hashing = _Hashing(running, tail)
-            size = sum(int(n) for _, n in (upload.chunks if upload else [])) + len(tail)
+            size = sum(int(n) for _, n in (upload.chunks if upload else [])) + tail.size
             saved = blob_compose(
-                workspace_id, sha256, chunks, tail, lambda: hashing.hexdigest() == sha256
+                workspace_id, sha256, chunks, hashing.pieces, lambda: hashing.matches(sha256)
             )
             digest = hashing.hexdigest()
         else:
@@ -265,27 +308,40 @@ def _commit(workspace_id: int, sha256: str, tail: bytes = b"") -> BlobAck:
 
 
 class _Hashing:
-    """A running digest carried over `tail` on a thread of its own (hashlib lets go of the
-    GIL), while the caller writes the same bytes."""
+    """A running digest carried over `tail`: as its pieces are read to be written, or all of
+    it first when `matches` is asked before (a store that writes only what matched)."""
 
-    def __init__(self, running: Any, tail: bytes) -> None:
+    def __init__(self, running: Any, tail: _Piece) -> None:
         self._running = running
-        self._thread = threading.Thread(target=running.update, args=(tail,), daemon=True)
-        self._thread.start()
+        self._tail = tail
+        self._hashed = False
+
+    def pieces(self) -> Iterator[bytes]:
+        for piece in self._tail.pieces():
+            if not self._hashed:
+                self._running.update(piece)
+            yield piece
+        self._hashed = True
+
+    def matches(self, sha256: str) -> bool:
+        if not self._hashed:
+            self._tail.update(self._running)
+            self._hashed = True
+        return self.hexdigest() == sha256
 
     def hexdigest(self) -> str:
-        self._thread.join()
         return str(self._running.hexdigest())
 
 
 class _Chunks(io.RawIOBase):
     """The staged chunks read one after the other as one stream, hashed as they are read."""
 
-    def __init__(self, names: list[str], tail: bytes = b"") -> None:
+    def __init__(self, names: list[str], tail: _Piece) -> None:
         super().__init__()
         self.names = list(names)
-        self._tail = memoryview(tail)
-        self._at = 0
+        self._tail = tail
+        self._tail.file.seek(tail.start)
+        self._left = tail.size
         self.digest = hashlib.sha256()
         self.size = 0
         self._open: IO[bytes] | None = None
@@ -315,10 +371,8 @@ class _Chunks(io.RawIOBase):
         while True:
             if self._open is None:
                 if not self.names:
-                    # Read through a view: slicing the rest off the tail on every read would
-                    # copy what is left each time.
-                    piece = bytes(self._tail[self._at : self._at + size])
-                    self._at += len(piece)
+                    piece = self._tail.file.read(min(size, self._left))
+                    self._left -= len(piece)
                     return piece
                 self._open = blob_storage().open(self.names.pop(0), "rb")
             piece = self._open.read(size)
@@ -331,7 +385,6 @@ class _Chunks(io.RawIOBase):
         if self._open is not None:
             self._open.close()
             self._open = None
-        self._tail.release()
         super().close()
 
 

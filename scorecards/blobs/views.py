@@ -1,15 +1,21 @@
 """`/uploads/<token>`: the bytes of a raw upload (`scorecards.blobs.rawput`).
 
 Outside `/api/` (which refuses runner tokens): the runner's bearer token and the signed
-token of the URL both. Async: the server reads each chunk's body before the view sees it, and
-the view holds no thread while it waits; each database or storage step runs off the event
-loop on the loop's pool of threads, one short call per request.
+token of the URL both. Async: the server reads each chunk's body before the view sees it
+(spooled to a temporary file past `FILE_UPLOAD_MAX_MEMORY_SIZE`), and the view holds no
+thread while it waits; each database or storage step runs off the event loop on the loop's
+pool of threads, one short call per request. The body is handed on as that file, read a
+piece at a time into the staging or the store while it is hashed: a chunk is never whole in
+the server's memory.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 from channels.db import database_sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -64,10 +70,29 @@ def _in_thread(fn: Callable[..., T]) -> Callable[..., Awaitable[T]]:
     return database_sync_to_async(_runner_then(fn), thread_sensitive=False)
 
 
-def _read_body(request: HttpRequest, expected: int) -> bytes:
-    """The body in one read (the server holds it whole already); one byte more than
-    expected is enough to tell it is long."""
-    return request.read(expected + 1)
+# What one read of a body asks for when it must be copied.
+BODY_PIECE = 1 << 20
+
+
+def _body_file(request: HttpRequest) -> IO[bytes]:
+    """The request's body as a seekable file at its first byte: the file the ASGI handler
+    spooled it to, or (another handler) a copy made a piece at a time."""
+    stream = getattr(request, "_stream", None)
+    if stream is not None and not getattr(request, "_read_started", False):
+        seekable = getattr(stream, "seekable", None)
+        if seekable is not None and seekable():
+            stream.seek(0)
+            return stream  # type: ignore[no-any-return]
+    copy = tempfile.SpooledTemporaryFile(max_size=BODY_PIECE)  # noqa: SIM115 (the view closes it)
+    shutil.copyfileobj(request, copy, BODY_PIECE)
+    copy.seek(0)
+    return copy  # type: ignore[return-value]
+
+
+def _length(body: IO[bytes]) -> int:
+    size = body.seek(0, os.SEEK_END)
+    body.seek(0)
+    return size
 
 
 @csrf_exempt
@@ -99,10 +124,11 @@ async def _put(request: HttpRequest, bearer: str, claims: UploadClaims) -> HttpR
             await _in_thread(upload_drop)(bearer, claims)
         raise
     expected = last - first + 1
-    data = _read_body(request, expected)
-    if len(data) != expected:
+    body = _body_file(request)
+    length = _length(body)
+    if length != expected:
         await _in_thread(upload_drop)(bearer, claims)
-        word = "longer" if len(data) > expected else "shorter"
+        word = "longer" if length > expected else "shorter"
         return _refused(
             UploadRefusal(
                 400,
@@ -110,5 +136,8 @@ async def _put(request: HttpRequest, bearer: str, claims: UploadClaims) -> HttpR
                 "nothing of this upload is kept",
             )
         )
-    offset, committed = await _in_thread(upload_chunk)(bearer, claims, first, data)
+    try:
+        offset, committed = await _in_thread(upload_chunk)(bearer, claims, first, body)
+    finally:
+        body.close()
     return _state(offset, committed, status=201 if committed else 200)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -193,3 +194,47 @@ def test_a_commit_hashes_the_staging_again_when_the_running_digest_is_of_other_c
     assert ack.accepted, ack.reason
     assert read(Blob.objects.get(sha256=digest)) == data
     assert staged_files(workspace) == []
+
+
+def test_chunks_given_as_files_are_read_from_where_each_stands_and_a_bad_one_keeps_nothing(
+    workspace: Any, tmp_path: Path
+) -> None:
+    data = os.urandom(3 * CHUNK + 123)
+    digest = sha(data)
+    first, rest = tmp_path / "first", tmp_path / "rest"
+    first.write_bytes(b"skipped" + data[:CHUNK])
+    rest.write_bytes(data[CHUNK:])
+    with first.open("rb") as body:
+        body.seek(len(b"skipped"))
+        ack = blob_put(workspace=workspace, sha256=digest, offset=0, data=body, final=False)
+    assert (ack.accepted, ack.stored) == (True, CHUNK)
+    with rest.open("rb") as body:
+        ack = blob_put(workspace=workspace, sha256=digest, offset=CHUNK, data=body, final=True)
+    assert (ack.accepted, ack.stored) == (True, len(data))
+    assert read(blob_get(workspace=workspace, sha256=digest)) == data
+    assert staged_files(workspace) == []
+
+    forged = sha(b"other bytes")
+    with rest.open("rb") as body:
+        ack = blob_put(workspace=workspace, sha256=forged, offset=0, data=body, final=True)
+    assert not ack.accepted
+    assert f"hash to {sha(data[CHUNK:])}, not {forged}" in ack.reason
+    assert not Blob.objects.filter(sha256=forged).exists()
+    assert staged_files(workspace) == []
+
+
+def test_a_put_body_is_handed_on_as_a_seekable_file_under_either_handler() -> None:
+    from django.core.handlers.asgi import ASGIRequest
+    from django.test import RequestFactory
+
+    from scorecards.blobs.views import _body_file
+
+    data = os.urandom(CHUNK)
+    wsgi = RequestFactory().put("/uploads/x", data=data, content_type="application/octet-stream")
+    scope = {"type": "http", "method": "PUT", "path": "/uploads/x", "headers": []}
+    with tempfile.SpooledTemporaryFile() as spooled:
+        spooled.write(data)
+        for request in (wsgi, ASGIRequest(scope, spooled)):
+            body = _body_file(request)
+            assert body.seekable()
+            assert body.read() == data
