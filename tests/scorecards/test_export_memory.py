@@ -64,7 +64,7 @@ def download(url: str, key: str) -> tuple[int, int]:
     return lines, size
 
 
-def test_csv_and_jsonl_stream_100000_results_in_bounded_memory(
+def test_csv_and_jsonl_stream_20000_results_in_bounded_memory(
     alice: Any, workspace: Any, tmp_path: Path
 ) -> None:
     run = seeded_run(alice, cases=ROWS, output=lambda c, r: f"{c:08d}" + "x" * OUTPUT_BYTES)
