@@ -9,6 +9,7 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
+from runnercli.case.verify.restore import real_parent
 from runnercli.protocol.verifying import check_worktree_path
 
 
@@ -23,15 +24,8 @@ class HiddenFiles:
     def write(self) -> None:
         for path, content in self.files.items():
             check_worktree_path(path, "hidden_files")
-            here = self.worktree
-            for part in path.split("/")[:-1]:
-                here = here / part
-                # What the agent left may not send a hidden file outside the worktree.
-                if here.is_symlink() or (here.exists() and not here.is_dir()):
-                    here.unlink()
-                if not here.exists():
-                    here.mkdir()
-                    self.made.append(here)
+            # What the agent left may not send a hidden file outside the worktree.
+            here = real_parent(self.worktree, path, self.made)
             target = here / path.rsplit("/", 1)[-1]
             if target.is_symlink():
                 target.unlink()

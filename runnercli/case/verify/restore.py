@@ -13,9 +13,10 @@ EXEC_MODE = "100755"
 FILE_MODE = "100644"
 
 
-def _real_parent(worktree: Path, path: str) -> Path:
+def real_parent(worktree: Path, path: str, made: list[Path] | None = None) -> Path:
     """The directory `path` goes in, made of real directories (a symbolic link or a
-    file standing where one of them should be is removed)."""
+    file standing where one of them should be is removed); those it creates are appended
+    to `made`."""
     here = worktree
     for part in path.split("/")[:-1]:
         here = here / part
@@ -23,6 +24,8 @@ def _real_parent(worktree: Path, path: str) -> Path:
             here.unlink()
         if not here.exists():
             here.mkdir()
+            if made is not None:
+                made.append(here)
     return here
 
 
@@ -40,7 +43,7 @@ def remove(worktree: Path, path: str) -> None:
 
 def write(worktree: Path, path: str, mode: str, body: bytes) -> None:
     """Write a start commit's entry at `path`, whatever stands there now."""
-    target = _real_parent(worktree, path) / path.rsplit("/", 1)[-1]
+    target = real_parent(worktree, path) / path.rsplit("/", 1)[-1]
     if target.is_symlink() or target.is_file():
         target.unlink()
     elif target.is_dir():
