@@ -44,7 +44,14 @@ from tests.live import daphne, runner_cli, scheduler, sealed_host
 from tests.runnercli.gitrepos import git, snapshot, worktree_paths
 from tests.runnercli.test_e2e import Api, wait_output
 from tests.runnercli.test_repo_e2e import case_dirs, map_and_pair, start_runner
-from tests.runnercli.verifyrepo import FIXED, HIDDEN_TEST, PROTECT, VERIFY, make_project
+from tests.runnercli.verifyrepo import (
+    FIXED,
+    HIDDEN_TEST,
+    PROTECT,
+    VERIFY,
+    counted_harness,
+    make_project,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -292,12 +299,6 @@ def test_the_verifier_decides_tampering_fails_and_hidden_tests_stay_hidden(
 
 # The agent counts its runs; the verifier counts its own and, the first time, says it is
 # running and waits (ending when its runner is gone: it is orphaned, its parent changes).
-COUNTED_AGENT = """
-import os, sys
-with open(sys.argv[1], "a") as f:
-    f.write(f"{os.getpid()}\\n")
-print("done")
-"""
 HELD_VERIFIER = """
 import os, sys, time
 count, inside = sys.argv[1], sys.argv[2]
@@ -352,28 +353,9 @@ def test_a_killed_runner_reruns_the_case_whole_and_a_timed_out_agent_is_still_ve
     checkout = tmp_path / "member" / "calc"
     make_project(checkout)
     before = snapshot(checkout)
-    agent, verifier = tmp_path / "agent.py", tmp_path / "verifier.py"
-    agent.write_text(COUNTED_AGENT)
-    verifier.write_text(HELD_VERIFIER)
-    agents, verifies, inside = (tmp_path / n for n in ("agent.count", "verify.count", "inside"))
-    harness_create(
-        user=alice,
-        workspace_slug="acme",
-        name="held",
-        spec={
-            "command": [sys.executable, str(agent), str(agents)],
-            "timeout_s": 60,
-            "capabilities": ["python"],
-            "repo": {"name": NAME, "ref": "head"},
-            "verify": {
-                "command": [sys.executable, str(verifier), str(verifies), str(inside)],
-                "timeout_s": 60,
-                "output": "exit_code",
-            },
-            "grader": {"type": "verify"},
-        },
+    agents, verifies, inside = counted_harness(
+        alice, tmp_path, name="held", repo=NAME, verifier_source=HELD_VERIFIER, flag="inside"
     )
-    dataset_create(user=alice, workspace_slug="acme", name="one", cases=[{"key": "only"}])
     runner_id = map_and_pair(api, tmp_path, checkout)
     runner = start_runner(tmp_path, "laptop")
     body = {"harness": "held", "dataset": "one", "runtime": f"self:{runner_id}"}

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,11 +18,10 @@ from typing import Any
 import pytest
 
 from scorecards.models import CaseResult
-from scorecards.services import dataset_create, harness_create
 from tests.runnercli.gitrepos import git, snapshot, worktree_paths
 from tests.runnercli.test_e2e import wait_file, wait_output
 from tests.runnercli.test_repo_e2e import NAME, case_dirs, map_and_pair, start_runner
-from tests.runnercli.verifyrepo import make_project
+from tests.runnercli.verifyrepo import counted_harness, make_project
 from tests.test_runner_cli_in_the_field import (
     attempts,
     database_unavailable,
@@ -34,12 +32,6 @@ from tests.test_runner_cli_in_the_field import (
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-COUNTED_AGENT = """
-import os, sys
-with open(sys.argv[1], "a") as f:
-    f.write(f"{os.getpid()}\\n")
-print("done")
-"""
 # Counts itself, then passes once told to (two minutes at most: a failed test leaves nothing).
 WAITING_VERIFIER = """
 import os, sys, time
@@ -57,29 +49,9 @@ while not os.path.exists(go):
 def verified(user: Any, tmp_path: Path) -> tuple[Path, Path, Path]:
     """The harness and its one case; return the agent's and the verifier's count files and
     the file that lets the verifier finish."""
-    agent, verifier = tmp_path / "agent.py", tmp_path / "verifier.py"
-    agent.write_text(COUNTED_AGENT)
-    verifier.write_text(WAITING_VERIFIER)
-    agents, verifies, go = (tmp_path / name for name in ("agent.count", "verify.count", "go"))
-    harness_create(
-        user=user,
-        workspace_slug="acme",
-        name="verified",
-        spec={
-            "command": [sys.executable, str(agent), str(agents)],
-            "timeout_s": 60,
-            "capabilities": ["python"],
-            "repo": {"name": NAME, "ref": "head"},
-            "verify": {
-                "command": [sys.executable, str(verifier), str(verifies), str(go)],
-                "timeout_s": 60,
-                "output": "exit_code",
-            },
-            "grader": {"type": "verify"},
-        },
+    return counted_harness(
+        user, tmp_path, name="verified", repo=NAME, verifier_source=WAITING_VERIFIER, flag="go"
     )
-    dataset_create(user=user, workspace_slug="acme", name="one", cases=[{"key": "only"}])
-    return agents, verifies, go
 
 
 def left_as_it_was(checkout: Path, before: Any, tmp_path: Path) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
+from scorecards.services import dataset_create, harness_create
 from tests.runnercli.gitrepos import commit_all, git, write
 
 BUGGY = "def add(a, b):\n    return a - b\n"
@@ -95,3 +97,43 @@ saw = "hidden_negative" in seen or "add(-2, -3)" in seen
 print(json.dumps({"saw_hidden": saw, "files": files}))
 Path("calc.py").write_text(Path("calc.py").read_text().replace("a - b", "a + b"))
 """
+
+
+# An agent that counts its runs (a pid a line) in the file it is given, then ends.
+COUNTED_AGENT = """
+import os, sys
+with open(sys.argv[1], "a") as f:
+    f.write(f"{os.getpid()}\\n")
+print("done")
+"""
+
+
+def counted_harness(
+    user: Any, tmp_path: Path, *, name: str, repo: str, verifier_source: str, flag: str
+) -> tuple[Path, Path, Path]:
+    """Harness `name` on `repo` (the counted agent, then `verifier_source` as its exit-code
+    verifier, given its own count file and the path `flag`) and dataset "one" of one case;
+    return the agent's and the verifier's count files and the flag's path."""
+    agent, verifier = tmp_path / "agent.py", tmp_path / "verifier.py"
+    agent.write_text(COUNTED_AGENT)
+    verifier.write_text(verifier_source)
+    agents, verifies, flagged = (tmp_path / n for n in ("agent.count", "verify.count", flag))
+    harness_create(
+        user=user,
+        workspace_slug="acme",
+        name=name,
+        spec={
+            "command": [sys.executable, str(agent), str(agents)],
+            "timeout_s": 60,
+            "capabilities": ["python"],
+            "repo": {"name": repo, "ref": "head"},
+            "verify": {
+                "command": [sys.executable, str(verifier), str(verifies), str(flagged)],
+                "timeout_s": 60,
+                "output": "exit_code",
+            },
+            "grader": {"type": "verify"},
+        },
+    )
+    dataset_create(user=user, workspace_slug="acme", name="one", cases=[{"key": "only"}])
+    return agents, verifies, flagged
