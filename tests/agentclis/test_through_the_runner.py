@@ -23,7 +23,7 @@ from runners.models import Runner, RunnerJob
 from scorecards.services import dataset_create, harness_create
 from tests.agentclis.anthropic_api import AnthropicEndpoint
 from tests.agentclis.anthropic_api import error_body as anthropic_error
-from tests.agentclis.clis import CLAUDE, CODEX_BIN, CODEX_MODEL, agent_home
+from tests.agentclis.clis import CLAUDE, CODEX_BIN, CODEX_MODEL, AgentHome, agent_home
 from tests.agentclis.openai_api import ResponsesEndpoint
 from tests.agentclis.scripted import HttpError, Text, ToolCall
 from tests.agentclis.test_claude_code_config import plan_limit, store_login
@@ -128,6 +128,22 @@ def agents_on_path(tmp_path: Path) -> Path:
     return bin_dir
 
 
+def member_env(tmp_path: Path, home: AgentHome, anthropic_url: str) -> dict[str, Any]:
+    """A runner's environment on a member's machine whose `claude` and `codex` (the pinned
+    binaries, first on PATH) answer to the scripted endpoints, cases under tmp_path/cases."""
+    return {
+        "PATH": f"{agents_on_path(tmp_path)}:{sealed_host(tmp_path)['PATH']}",
+        "TMPDIR": tmp_path / "cases",
+        "HOME": home.home,
+        "CLAUDE_CONFIG_DIR": home.claude_config,
+        "ANTHROPIC_BASE_URL": anthropic_url,
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "CODEX_HOME": home.codex_home,
+        "SCRIPTED_KEY": "sk-scripted",
+    }
+
+
 def codex_config(codex_home: Path, url: str) -> None:
     """The member's Codex, pointed at the scripted endpoint by its own config.toml."""
     (codex_home / "config.toml").write_text(
@@ -187,16 +203,8 @@ def test_the_real_clis_run_cases_through_the_runner(api: Api, alice: Any, tmp_pa
             tmp_path,
             ["run", "--wait-ms", "2000"],
             "laptop",
-            PATH=f"{agents_on_path(tmp_path)}:{sealed_host(tmp_path)['PATH']}",
-            TMPDIR=tmp_path / "cases",
             TZ="UTC",
-            HOME=home.home,
-            CLAUDE_CONFIG_DIR=home.claude_config,
-            ANTHROPIC_BASE_URL=claude_api.url,
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            DISABLE_AUTOUPDATER="1",
-            CODEX_HOME=home.codex_home,
-            SCRIPTED_KEY="sk-scripted",
+            **member_env(tmp_path, home, claude_api.url),
         )
         try:
             wait_output(runner, "connected to")

@@ -39,8 +39,8 @@ from tests.agentclis.clis import CODEX_MODEL, agent_home
 from tests.agentclis.openai_api import ResponsesEndpoint
 from tests.agentclis.scripted import Text, ToolCall
 from tests.agentclis.test_claude_code_config import store_login
-from tests.agentclis.test_through_the_runner import agents_on_path, codex_config, pair
-from tests.live import daphne, runner_cli, scheduler, sealed_host
+from tests.agentclis.test_through_the_runner import codex_config, member_env, pair
+from tests.live import daphne, runner_cli, scheduler
 from tests.runnercli.gitrepos import git, snapshot, worktree_paths
 from tests.runnercli.test_e2e import Api, wait_output
 from tests.runnercli.test_repo_e2e import case_dirs, map_and_pair, start_runner
@@ -187,15 +187,7 @@ def test_the_verifier_decides_tampering_fails_and_hidden_tests_stay_hidden(
             tmp_path,
             ["run", "--wait-ms", "2000", "--max-concurrent", "2"],
             "laptop",
-            PATH=f"{agents_on_path(tmp_path)}:{sealed_host(tmp_path)['PATH']}",
-            TMPDIR=tmp_path / "cases",
-            HOME=home.home,
-            CLAUDE_CONFIG_DIR=home.claude_config,
-            ANTHROPIC_BASE_URL=claude_api.url,
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            DISABLE_AUTOUPDATER="1",
-            CODEX_HOME=home.codex_home,
-            SCRIPTED_KEY="sk-scripted",
+            **member_env(tmp_path, home, claude_api.url),
         )
         try:
             wait_output(runner, "connected to")
