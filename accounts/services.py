@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
-from django.db import connections, models
+from django.db import connections
 from django.utils import timezone
 
 from accounts import tokens
 from accounts.models import ApiKey
+from core import prebuilt
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -65,42 +65,10 @@ def api_key_authenticate(secret: str) -> ApiKey | None:
 # once: it is the query `ApiKey.objects.active().select_related("user").filter(key_hash=…)`
 # would run (the same columns, converted by the same field converters), without compiling
 # the queryset anew on each request, which costs several times the statement itself.
-_Converter = Callable[[Any, Any, Any], Any]
-
-
-@dataclass(frozen=True)
-class _Columns:
-    model: type[models.Model]
-    names: list[str]
-    converters: list[tuple[Any, list[_Converter]]]
-
-    def instance(self, alias: str, values: Sequence[Any]) -> Any:
-        connection = connections[alias]
-        converted = list(values)
-        for i, (column, convert) in enumerate(self.converters):
-            for converter in convert:
-                converted[i] = converter(converted[i], column, connection)
-        return self.model.from_db(alias, self.names, converted)
-
-
-def _columns(model: type[models.Model], alias: str) -> _Columns:
-    connection = connections[alias]
-    fields = model._meta.concrete_fields
-    cols = [field.get_col(model._meta.db_table) for field in fields]
-    return _Columns(
-        model=model,
-        names=[field.attname for field in fields],
-        converters=[
-            (col, connection.ops.get_db_converters(col) + col.get_db_converters(connection))
-            for col in cols
-        ],
-    )
-
-
 @cache
-def _key_lookup(alias: str) -> tuple[str, _Columns, _Columns]:
+def _key_lookup(alias: str) -> tuple[str, prebuilt.Columns, prebuilt.Columns]:
     quote = connections[alias].ops.quote_name
-    key, user = _columns(ApiKey, alias), _columns(get_user_model(), alias)
+    key, user = prebuilt.columns(ApiKey, alias), prebuilt.columns(get_user_model(), alias)
     key_table, user_table = ApiKey._meta.db_table, get_user_model()._meta.db_table
     selected = ", ".join(
         [f"k.{quote(f.column)}" for f in ApiKey._meta.concrete_fields]

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
+from itertools import chain, islice
 from typing import Any
 
-from django.db import connection
+from django.db import connection, connections, transaction
 from django.db.models import Max, Subquery
 from django.utils import timezone
 
+from core import prebuilt
 from runners import wakeup
 from runners.models import JobBatch, JobKind, JobStatus, RunnerJob
 
@@ -52,54 +56,156 @@ def jobs_park(
     the rest pending. `shared` and each payload are the caller's parts of what the runner is
     sent; the queue stores them as they are.
 
-    A dispatch of 10,000 cases is one COPY on PostgreSQL (one executemany on SQLite),
-    not 10,000 round trips; what the jobs share is stored once, in their batch.
+    The statements are the same whatever the number of jobs, none per job: on PostgreSQL a
+    dispatch of up to `_PARK_INLINE` jobs is one statement with its batch and its wake-up,
+    a larger one the batch with its wake-up and one COPY; on SQLite a batch insert and one
+    executemany.
+    What the jobs share is stored once, in their batch.
     """
     now = timezone.now()
-    batch = JobBatch.objects.create(payload=shared, created_at=now)
-    capabilities = json.dumps(sorted(required_capabilities))
-    features = json.dumps(sorted(needs_features))
+    alias = RunnerJob.objects.db
+    job_rows = _ParkRows(
+        owner_id=owner_id,
+        runner_id=runner_id,
+        run_id=run_id,
+        capabilities=json.dumps(sorted(required_capabilities)),
+        features=json.dumps(sorted(needs_features)),
+        admit=admit,
+        max_attempts=max_attempts,
+        now=now,
+    )
+    jobs = iter(jobs)
+    head = list(islice(jobs, _PARK_INLINE + 1))
+    if not head:
+        return 0
+    if connection.vendor != "postgresql":
+        batch = prebuilt.insert(JobBatch(payload=shared, created_at=now), alias)
+        count = _park_many(job_rows, batch.pk, chain(head, jobs))
+    elif len(head) <= _PARK_INLINE:
+        _park_inline(alias, job_rows, shared, head)
+        count = len(head)
+    else:
+        count = _park_many(job_rows, _batch_notifying(alias, job_rows, shared), chain(head, jobs))
+    if admit:
+        # PostgreSQL's NOTIFY went with the batch; this process's own waiters wake at commit.
+        transaction.on_commit(lambda: wakeup.hub.wake([owner_id]))
+    return count
 
-    def rows() -> Iterator[tuple[Any, ...]]:
+
+# Up to this many jobs go in one statement with their batch; COPY is faster past it.
+_PARK_INLINE = 64
+
+
+@dataclass(frozen=True)
+class _ParkRows:
+    owner_id: int
+    runner_id: int | None
+    run_id: int
+    capabilities: str
+    features: str
+    admit: int
+    max_attempts: int
+    now: datetime
+
+    def rows(
+        self, batch_id: int, jobs: Iterable[tuple[str, int, dict[str, Any]]]
+    ) -> Iterator[tuple[Any, ...]]:
         for seq, (key, repeat, payload) in enumerate(jobs):
-            queued = seq < admit
+            queued = seq < self.admit
             yield (
-                owner_id,
-                runner_id,
-                run_id,
+                self.owner_id,
+                self.runner_id,
+                self.run_id,
                 seq,
                 key,
                 repeat,
-                batch.pk,
+                batch_id,
                 json.dumps(payload),
-                capabilities,
-                features,
+                self.capabilities,
+                self.features,
                 JobStatus.QUEUED if queued else JobStatus.PENDING,
                 0,
                 0,
-                max_attempts,
-                now,
-                now if queued else None,
+                self.max_attempts,
+                self.now,
+                self.now if queued else None,
                 "",
             )
 
+
+@cache
+def _park_inline_sql(alias: str) -> str:
+    batch = prebuilt.table(JobBatch, alias)
+    columns = ", ".join(prebuilt.column(RunnerJob, c, alias) for c in _PARK_COLUMNS)
+    return (
+        f"WITH b AS (INSERT INTO {batch} ({prebuilt.column(JobBatch, 'payload', alias)}, "
+        f"{prebuilt.column(JobBatch, 'created_at', alias)}) VALUES (%s::jsonb, %s) "
+        f"RETURNING {prebuilt.column(JobBatch, 'id', alias)} AS id), "
+        f"j AS (INSERT INTO {prebuilt.table(RunnerJob, alias)} ({columns}) "
+        "SELECT %s, %s, %s, v.seq, v.case_key, v.repeat, b.id, v.payload::jsonb, "
+        "%s::jsonb, %s::jsonb, "
+        f"CASE WHEN v.seq < %s THEN '{JobStatus.QUEUED.value}' "
+        f"ELSE '{JobStatus.PENDING.value}' END, "
+        "0, 0, %s, %s, CASE WHEN v.seq < %s THEN %s::timestamptz END, '' "
+        "FROM b, unnest(%s::int[], %s::text[], %s::int[], %s::text[]) "
+        "AS v(seq, case_key, repeat, payload)) "
+        # The wake-up is sent at commit, whichever statement of the transaction asks.
+        "SELECT pg_notify(%s, %s) WHERE %s"
+    )
+
+
+@cache
+def _batch_sql(alias: str) -> str:
+    return (
+        f"WITH b AS ({prebuilt.insert_sql(JobBatch, alias)}) "
+        f"SELECT b.{prebuilt.column(JobBatch, 'id', alias)}, "
+        "(SELECT pg_notify(%s, %s) WHERE %s) FROM b"
+    )
+
+
+def _batch_notifying(alias: str, park: _ParkRows, shared: dict[str, Any]) -> int:
+    """Insert the jobs' batch and send the owner's wake-up in one statement (PostgreSQL)."""
+    batch = JobBatch(payload=shared, created_at=park.now)
+    params = prebuilt.insert_params(batch, alias)
+    params += [wakeup.CHANNEL, str(park.owner_id), park.admit > 0]
+    with connections[alias].cursor() as cursor:
+        cursor.execute(_batch_sql(alias), params)
+        batch_id: int = cursor.fetchone()[0]
+    return batch_id
+
+
+def _park_inline(
+    alias: str, park: _ParkRows, shared: dict[str, Any], jobs: list[tuple[str, int, dict[str, Any]]]
+) -> None:
+    """The batch, its jobs and the owner's wake-up in one statement (PostgreSQL)."""
+    params: list[Any] = [json.dumps(shared), park.now, park.owner_id, park.runner_id, park.run_id]
+    params += [park.capabilities, park.features, park.admit, park.max_attempts, park.now]
+    params += [park.admit, park.now, list(range(len(jobs)))]
+    params += [[key for key, _, _ in jobs], [repeat for _, repeat, _ in jobs]]
+    params += [[json.dumps(payload) for _, _, payload in jobs]]
+    params += [wakeup.CHANNEL, str(park.owner_id), park.admit > 0]
+    with connections[alias].cursor() as cursor:
+        cursor.execute(_park_inline_sql(alias), params)
+
+
+def _park_many(
+    park: _ParkRows, batch_id: int, jobs: Iterable[tuple[str, int, dict[str, Any]]]
+) -> int:
     table = RunnerJob._meta.db_table
     count = 0
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             columns = ", ".join(_PARK_COLUMNS)
             with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                for row in rows():
+                for row in park.rows(batch_id, jobs):
                     copy.write_row(row)
                     count += 1
         else:
             marks = ", ".join(["%s"] * len(_PARK_COLUMNS))
             sql = f"INSERT INTO {table} ({', '.join(_PARK_COLUMNS)}) VALUES ({marks})"
-            materialized = list(rows())
+            materialized = list(park.rows(batch_id, jobs))
             cursor.executemany(sql, materialized)
             count = len(materialized)
-    if admit:
-        wakeup.notify_owners([owner_id])
     return count
 
 

@@ -24,25 +24,23 @@ from runners import queue
 from runners.models import Runner
 from scorecards import lifecycle
 from scorecards.models import (
-    Case,
     Dispatched,
     EventLevel,
     HarnessVersion,
-    Membership,
-    Role,
     Run,
     RunStatus,
     Verdict,
     Workspace,
 )
 from scorecards.scoring import Grade
-from scorecards.selectors.catalog import run_versions_get
 from scorecards.selectors.runs import run_get
+from scorecards.selectors.starts import start_reads
 from scorecards.selectors.workspaces import membership_for
-from scorecards.services.events import event, events_record
+from scorecards.services.events import event
 from scorecards.services.grades import GRADE_STATE, grades_write
 from scorecards.services.jobs import case_job
 from scorecards.services.results import run_complete
+from scorecards.services.run_rows import CaseRow, run_events_insert, run_insert_reading_cases
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -87,22 +85,29 @@ def runtime_resolve(
     """
     which = _parse_runtime(runtime)
     mine = Runner.objects.owned_by(user).active()
+    runners = list(mine) if which is None else list(mine.filter(pk=which)[:1])
+    return _target(which, runners, capabilities=capabilities, features=features)
+
+
+def _target(
+    which: int | None, runners: list[Runner], *, capabilities: list[str], features: Sequence[str]
+) -> Target:
+    """`runtime_resolve` over the submitter's active runners as read (only `which`, if named)."""
     if which is None:
-        candidates = list(mine)
-        if not candidates:
+        if not runners:
             raise NotFound("You have no runners: pair one on your account page first.")
-        capable = [r for r in candidates if r.has_capabilities(capabilities)]
+        capable = [r for r in runners if r.has_capabilities(capabilities)]
         if not capable:
-            held = set().union(*(r.capabilities or [] for r in candidates))
+            held = set().union(*(r.capabilities or [] for r in runners))
             lacked = sorted(set(capabilities) - held)
             raise Invalid({"runtime": [_lacking(None, capabilities, lacked)]})
         able = [r for r in capable if r.has_features(features)]
         if not able:
             raise Invalid({"runtime": [_outdated(capable[0], features)]})
         return Target(runner=None, candidates=able)
-    runner = mine.filter(pk=which).first()
-    if runner is None:
+    if not runners:
         raise NotFound(f"Runner {which} not found among your runners.")
+    runner = runners[0]
     missing = sorted(set(capabilities) - set(runner.capabilities or []))
     if missing:
         raise Invalid({"runtime": [_lacking(runner, capabilities, missing)]})
@@ -124,22 +129,6 @@ def _lacking(runner: Runner | None, needed: list[str], missing: list[str]) -> st
 def _outdated(runner: Runner, features: Sequence[str]) -> str:
     lacking = ", ".join(sorted(set(features) - set(runner.features or [])))
     return f"update the runner on {runner.label}: it cannot run {lacking}"
-
-
-def _membership_locking_workspace(*, user: User, slug: str) -> Membership:
-    """The submitter's membership, allowing a run, with the workspace row locked (one
-    statement); outsiders get NotFound and weaker members Forbidden, as `require_role`."""
-    membership = (
-        Membership.objects.select_related("workspace")
-        .select_for_update(of=("workspace",))
-        .filter(workspace__slug=slug, user=user)
-        .first()
-    )
-    if membership is None:
-        raise NotFound("Workspace not found.")
-    if not membership.allows(Role.MEMBER):
-        raise Forbidden(f"This needs the {Role.MEMBER} role in workspace {slug!r}.")
-    return membership
 
 
 def _check_quota(workspace: Workspace, now: datetime) -> None:
@@ -184,23 +173,30 @@ def run_start(
         raise Invalid({"repeats": [f"Must be between 1 and {MAX_REPEATS}."]})
     _check_metadata(metadata)
     budget = _budget(max_cost_usd)
+    try:
+        which, unparsed = _parse_runtime(runtime), None
+    except Invalid as exc:  # said after what the reads refuse, as before
+        which, unparsed = None, exc
     with transaction.atomic():
         # The workspace row serializes run creation, so the quota holds under races: it is
         # locked with the membership that lets the submitter start a run.
-        membership = _membership_locking_workspace(user=user, slug=workspace_slug)
-        workspace = membership.workspace
-        hv, dv = run_versions_get(
-            workspace=workspace,
+        reads = start_reads(
+            user=user,
+            slug=workspace_slug,
             harness=harness,
             harness_version=harness_version,
             dataset=dataset,
             dataset_version=dataset_version,
+            runner_id=which,
         )
+        workspace, hv, dv = reads.membership.workspace, reads.harness, reads.dataset
         spec = _runnable_spec(hv)
         _check_repo_ref(spec, metadata)
-        target = runtime_resolve(
-            user=user,
-            runtime=runtime,
+        if unparsed is not None:
+            raise unparsed
+        target = _target(
+            which,
+            reads.runners,
             capabilities=spec.required_capabilities(),
             features=spec_features(spec),
         )
@@ -208,7 +204,7 @@ def run_start(
         lifecycle.start_refusals(user=user, runtime=runtime, spec=spec)
         now = timezone.now()
         _check_quota(workspace, now)
-        run = Run.objects.create(
+        run = Run(
             workspace=workspace,
             harness=hv,
             dataset=dv,
@@ -223,7 +219,8 @@ def run_start(
             submitted_by=user,
             created_at=now,
         )
-        count = _park_jobs(run, spec, target, case_keys)
+        cases = run_insert_reading_cases(run, case_keys)
+        count = _park_jobs(run, spec, target, cases)
         said = [
             (
                 EventLevel.INFO,
@@ -236,7 +233,7 @@ def run_start(
         if offline and len(offline) == len(target.candidates):
             names = ", ".join(r.label for r in offline)
             said.append((EventLevel.WARNING, f"Runner {names} is offline — {OFFLINE_HINT}"))
-        events = events_record(run, said)
+        events = run_events_insert(run, said, now)
         if count == 0:
             run_complete(run, now)
         else:
@@ -309,16 +306,10 @@ def _target_name(target: Target) -> str:
     return "any of the submitter's runners"
 
 
-def _park_jobs(run: Run, spec: HarnessSpec, target: Target, case_keys: Sequence[str] | None) -> int:
+def _park_jobs(run: Run, spec: HarnessSpec, target: Target, cases: list[CaseRow]) -> int:
     """Queue one job per case and repeat (every case once, then again for each repeat); the
     first `concurrency` are admitted at once."""
     plan = case_job(run=run, spec=spec, name=run.harness.name, needs_features=spec_features(spec))
-    # Read in full first: on PostgreSQL the jobs are written with COPY, and a connection
-    # cannot read from a server-side cursor while a COPY is in progress.
-    chosen = Case.objects.filter(dataset=run.dataset)
-    if case_keys is not None:
-        chosen = chosen.filter(key__in=list(case_keys))
-    cases = list(chosen.order_by("position").values_list("key", "input", "hidden_files"))
     return queue.jobs_park(
         owner_id=run.submitted_by_id,
         runner_id=target.runner.pk if target.runner else None,

@@ -1,0 +1,106 @@
+"""The rows a run's start writes, by statements built once per process (`core.prebuilt`):
+the run (with its cases read in the same statement on PostgreSQL) and its first events.
+
+A run start is one of the API's hottest writes; compiling its inserts as querysets on every
+request cost more than running them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+from django.db import connections
+
+from core import prebuilt
+from scorecards.models import TEXT_CHARS, Case, Run, RunEvent
+
+CaseRow = tuple[str, Any, Any]  # key, input, hidden files
+_CASE = ("key", "input", "hidden_files")
+
+
+@cache
+def _cases_sql(alias: str, keyed: bool) -> str:
+    """The dataset's cases in order (only the keys given, when `keyed`), from the run `r`
+    inserted by the statement's first part on PostgreSQL."""
+    vendor = connections[alias].vendor
+
+    def col(name: str) -> str:
+        return f"c.{prebuilt.column(Case, name, alias)}"
+
+    selected = ", ".join(col(name) for name in _CASE)
+    narrowed = ""
+    if keyed:
+        narrowed = f" AND {col('key')} = ANY(%s)" if vendor == "postgresql" else " AND {keys}"
+    cases = f"{prebuilt.table(Case, alias)} c"
+    order = f" ORDER BY {col('position')}"
+    if vendor != "postgresql":
+        return f"SELECT {selected} FROM {cases} WHERE {col('dataset_id')} = %s{narrowed}{order}"
+    pk = prebuilt.column(Run, "id", alias)
+    return (
+        f"WITH r AS ({prebuilt.insert_sql(Run, alias)}) SELECT r.{pk}, {selected} FROM r "
+        f"LEFT JOIN {cases} ON {col('dataset_id')} = %s{narrowed}{order}"
+    )
+
+
+def run_insert_reading_cases(run: Run, case_keys: Sequence[str] | None) -> list[CaseRow]:
+    """Insert `run` (setting its pk) and read its dataset's cases in order, only those named
+    by `case_keys` when given: one statement on PostgreSQL, two on SQLite."""
+    alias = Run.objects.db
+    connection = connections[alias]
+    keyed = case_keys is not None
+    sql = _cases_sql(alias, keyed)
+    params: list[Any] = [run.dataset_id]
+    if keyed and connection.vendor == "postgresql":
+        params.append(list(case_keys or ()))
+    elif keyed:
+        keys = list(case_keys or ())
+        # `IN ()` is not SQL: no key matches no case.
+        key = f"c.{prebuilt.column(Case, 'key', alias)}"
+        sql = sql.replace("{keys}", f"{key} IN ({', '.join(['%s'] * len(keys))})" if keys else "0")
+        params += keys
+    reader = prebuilt.columns(Case, alias, _CASE)
+    if connection.vendor != "postgresql":
+        prebuilt.insert(run, alias)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return [tuple(reader.values(alias, row)) for row in cursor.fetchall()]  # type: ignore[misc]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, prebuilt.insert_params(run, alias) + params)
+        rows = cursor.fetchall()
+    run.pk = rows[0][0]
+    run._state.adding, run._state.db = False, alias
+    return [tuple(reader.values(alias, row[1:])) for row in rows if row[1] is not None]  # type: ignore[misc]
+
+
+@cache
+def _events_sql(alias: str, count: int) -> str:
+    names = ("run_id", "at", "level", "message")
+    columns = ", ".join(prebuilt.column(RunEvent, name, alias) for name in names)
+    values = ", ".join(["(%s, %s, %s, %s)"] * count)
+    pk = prebuilt.column(RunEvent, "id", alias)
+    return (
+        f"INSERT INTO {prebuilt.table(RunEvent, alias)} ({columns}) VALUES {values} RETURNING {pk}"
+    )
+
+
+def run_events_insert(run: Run, said: Sequence[tuple[str, str]], at: datetime) -> list[RunEvent]:
+    """Record a run's first events at once, in order: (level, message) pairs, one statement."""
+    alias = RunEvent.objects.db
+    connection = connections[alias]
+    events = [
+        RunEvent(run=run, at=at, level=level, message=message[:TEXT_CHARS])
+        for level, message in said
+    ]
+    field = RunEvent._meta.get_field("at")
+    params: list[Any] = []
+    for e in events:
+        params += [run.pk, field.get_db_prep_save(e.at, connection), e.level, e.message]
+    with connection.cursor() as cursor:
+        cursor.execute(_events_sql(alias, len(events)), params)
+        for e, (pk,) in zip(events, cursor.fetchall(), strict=True):
+            e.pk = pk
+            e._state.adding, e._state.db = False, alias
+    return events
