@@ -5,6 +5,7 @@ Through a daphne over a scratch database (PostgreSQL by default, pooled as deplo
 hundred sequential requests each of `GET /healthz` (the baseline: the server's floor),
 `GET /api/runners` (two rows) and `POST /api/workspaces/<slug>/runs` (a 1-case run), API key
 auth, after a warm-up; p50/p90/p99 of each and the ratio of its p50 to the baseline's.
+The server's CPU per request of each (its process's CPU time over each request's rounds).
 In this process, on the same database: the SQL statements each request runs and the view's
 own time (Django's test client, the same middleware and view, no network).
 Targets: the run start's p50 at most 3x /healthz's; the runner list's at most 1.5x.
@@ -44,9 +45,13 @@ def sequential(call: Callable[[], Any], n: int, warmup: int) -> list[float]:
     return took
 
 
-def through_server(url: str, member: Any, n: int, warmup: int) -> dict[str, list[float]]:
+def through_server(
+    server: Any, member: Any, n: int, warmup: int
+) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Milliseconds of each request, and the server's CPU milliseconds per request of each."""
     import httpx2
 
+    url = server.url
     auth = {"Authorization": f"Bearer {member.api_key}"}
     with httpx2.Client(base_url=url, headers=auth, timeout=60) as client:
 
@@ -64,6 +69,7 @@ def through_server(url: str, member: Any, n: int, warmup: int) -> dict[str, list
 
         # Interleaved rounds, so a noisy neighbour slows all three alike.
         samples: dict[str, list[float]] = {"healthz": [], "runners": [], "start": []}
+        cpu = dict.fromkeys(samples, 0.0)
         calls = {"healthz": healthz, "runners": runners, "start": start}
         for call in calls.values():
             sequential(call, 0, warmup)
@@ -71,8 +77,10 @@ def through_server(url: str, member: Any, n: int, warmup: int) -> dict[str, list
         for r in range(rounds):
             size = n // rounds + (1 if r < n % rounds else 0)
             for name, call in calls.items():
+                began = server.cpu_seconds()
                 samples[name] += sequential(call, size, 0)
-    return samples
+                cpu[name] += server.cpu_seconds() - began
+    return samples, {name: spent * 1000 / n for name, spent in cpu.items()}
 
 
 def in_process(member: Any, repeat: int, *, verbose: bool) -> dict[str, tuple[int, float]]:
@@ -127,7 +135,7 @@ def main() -> None:
             spy = None
             if args.profile:
                 spy = ServerProfile(server.pid, scratch.workdir / "server.spy")
-            samples = through_server(server.url, member, args.requests, args.warmup)
+            samples, cpu = through_server(server, member, args.requests, args.warmup)
             if spy is not None:
                 print(spy.stop())
     base = pct(samples["healthz"], 50)
@@ -152,7 +160,8 @@ def main() -> None:
         )
         summary.notes.append(
             f"{label}: {statements} SQL statements, {view_ms:.1f} ms in process "
-            f"(GET /healthz: {local['healthz'][0]} statements, {local['healthz'][1]:.1f} ms)"
+            f"(GET /healthz: {local['healthz'][0]} statements, {local['healthz'][1]:.1f} ms); "
+            f"server CPU {cpu[name]:.2f} ms a request (GET /healthz: {cpu['healthz']:.2f} ms)"
         )
     summary.notes.append(
         f"{args.requests} sequential requests of each, interleaved in 10 rounds, after "
