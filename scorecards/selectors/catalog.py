@@ -36,7 +36,7 @@ def harness_get(*, workspace: Workspace, name: str, version: int | None) -> Harn
     chosen = versions.order_by("-version") if version is None else versions.filter(version=version)
     found = chosen.first()
     if found is None:
-        raise NotFound(_missing("Harness", name, version, workspace))
+        raise NotFound(version_missing("Harness", name, version, workspace))
     return found
 
 
@@ -46,55 +46,15 @@ def dataset_get(*, workspace: Workspace, name: str, version: int | None) -> Data
     chosen = versions.order_by("-version") if version is None else versions.filter(version=version)
     found = chosen.first()
     if found is None:
-        raise NotFound(_missing("Dataset", name, version, workspace))
+        raise NotFound(version_missing("Dataset", name, version, workspace))
     return found
-
-
-def run_versions_get(
-    *,
-    workspace: Workspace,
-    harness: str,
-    harness_version: int | None,
-    dataset: str,
-    dataset_version: int | None,
-) -> tuple[HarnessVersion, DatasetVersion]:
-    """The harness version (with its author) and the dataset version a run names, latest when
-    a version is None, in one statement; NotFound as `harness_get` and `dataset_get` say it."""
-    hvs = HarnessVersion.objects.filter(workspace=workspace, name=harness)
-    hvs = (
-        hvs.order_by("-version") if harness_version is None else hvs.filter(version=harness_version)
-    )
-    dvs = DatasetVersion.objects.filter(workspace=workspace, name=dataset)
-    dvs = (
-        dvs.order_by("-version") if dataset_version is None else dvs.filter(version=dataset_version)
-    )
-    found = (
-        hvs.select_related("created_by")
-        .annotate(
-            dataset_pk=Subquery(dvs.values("pk")[:1]),
-            dataset_no=Subquery(dvs.values("version")[:1]),
-        )
-        .first()
-    )
-    if found is None:
-        raise NotFound(_missing("Harness", harness, harness_version, workspace))
-    if found.dataset_pk is None:
-        raise NotFound(_missing("Dataset", dataset, dataset_version, workspace))
-    # The fields read here; any other is deferred (loaded if ever asked for).
-    dv = DatasetVersion.from_db(
-        found._state.db,
-        ["id", "workspace_id", "name", "version"],
-        [found.dataset_pk, workspace.pk, dataset, found.dataset_no],
-    )
-    dv.workspace = workspace
-    return found, dv
 
 
 def _chosen(versions: QuerySet[Any], version: int | None) -> QuerySet[Any]:
     return versions.order_by("-version") if version is None else versions.filter(version=version)
 
 
-def _missing(kind: str, name: str, version: int | None, workspace: Workspace) -> str:
+def version_missing(kind: str, name: str, version: int | None, workspace: Workspace) -> str:
     if version is None:
         return f"{kind} {name!r} not found in workspace {workspace.slug!r}."
     return f"{kind} {name!r} v{version} not found in workspace {workspace.slug!r}."

@@ -18,6 +18,7 @@ from core import prebuilt
 from core.errors import Forbidden, NotFound
 from runners.models import Runner
 from scorecards.models import DatasetVersion, HarnessVersion, Membership, Role, Workspace
+from scorecards.selectors.catalog import version_missing
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -110,8 +111,8 @@ def start_reads(
     """Read what a run start needs, locking the workspace row, in one statement.
 
     Outsiders get NotFound and weaker members Forbidden, as `require_role`; a harness or
-    dataset (version) missing is NotFound as `run_versions_get` says it. `runner_id` narrows
-    the runners to that one (none when it is not the submitter's).
+    dataset (version) missing is NotFound as `harness_get` and `dataset_get` say it.
+    `runner_id` narrows the runners to that one (none when it is not the submitter's).
     """
     alias = Membership.objects.db
     shape = _shape(alias)
@@ -143,9 +144,9 @@ def _reads(
     workspace = parts[1].instance(alias, first[1])
     membership.workspace, membership.user = workspace, user
     if first[2][0] is None:
-        raise NotFound(_missing("Harness", *wanted[0], workspace))
+        raise NotFound(version_missing("Harness", *wanted[0], workspace))
     if first[4][0] is None:
-        raise NotFound(_missing("Dataset", *wanted[1], workspace))
+        raise NotFound(version_missing("Dataset", *wanted[1], workspace))
     harness = parts[2].instance(alias, first[2])
     harness.workspace = workspace
     harness.created_by = None if first[3][0] is None else parts[3].instance(alias, first[3])
@@ -163,8 +164,3 @@ def _split(parts: tuple[prebuilt.Columns, ...], row: tuple[Any, ...]) -> list[tu
         cells.append(row[at : at + len(part.names)])
         at += len(part.names)
     return cells
-
-
-def _missing(kind: str, name: str, version: int | None, workspace: Workspace) -> str:
-    named = f"{name!r}" if version is None else f"{name!r} v{version}"
-    return f"{kind} {named} not found in workspace {workspace.slug!r}."
