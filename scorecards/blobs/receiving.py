@@ -3,9 +3,12 @@
 On a store on the local disk the file is made in the staging root, beside the store, so that
 the chunk is then moved into place (a staged chunk's key, or the blob's) rather than copied.
 The file is written with a write-behind every `WRITE_BEHIND` bytes (the kernel is asked to
-start writing what came before and drop it from the page cache) and synced at its end, so
-that many uploads at once do not pile up dirty pages until the kernel throttles every writer
-of the disk. On any other store it is an anonymous temporary file the store reads from.
+start writing what came before and drop it from the page cache, `posix_fadvise(DONTNEED)`),
+and once more at its end, so that many uploads at once do not pile up dirty pages until the
+kernel throttles every writer of the disk. It is not synced: an `fdatasync` per chunk made
+uploads slower under load (52 % of a plain `PUT` beside 62 % without, back to back), and the
+store's files were never synced before either. On any other store it is an anonymous
+temporary file the store reads from.
 """
 
 from __future__ import annotations
@@ -68,9 +71,8 @@ class Received:
             os.posix_fadvise(self._fd, start, length, os.POSIX_FADV_DONTNEED)
 
     def done(self) -> None:
-        """Every byte is in: on the local disk, synced and out of the page cache."""
+        """Every byte is in: on the local disk, what is left handed to the kernel to write."""
         if self.path is not None:
-            os.fdatasync(self._fd)
             self._behind(0, 0)
 
     def open(self) -> IO[bytes]:
