@@ -2,8 +2,9 @@
 app of its own in front of Django.
 
 Outside `/api/` (which refuses runner tokens): the runner's bearer token and the signed token
-of the URL both. A `PUT` is let in before its body is read (the token, the fence, where the
-upload stands: one call off the event loop); the body is then read from the ASGI channel
+of the URL both. A `PUT` is let in before its body is kept (the token, the fence, where the
+upload stands: one call off the event loop; a first chunk's body is received meanwhile, its
+digest starting afresh whatever the check finds). The body is read from the ASGI channel
 straight into the file it is kept in, a MiB at a time, hashed as it is written (on the loop's
 pool of threads, the next MiB gathered meanwhile): no Django request, no spooled copy. The
 chunk is then kept (one more call: moved into place, recorded). Each database or storage step
@@ -13,6 +14,7 @@ runs on the loop's pool of threads, as the MCP tools do.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, TypeVar
@@ -136,10 +138,22 @@ async def _put(
             await _in_thread(_drop)(bearer, claims)
         raise
     expected = last - first + 1
-    opened: Opened = await _in_thread(upload_open)(bearer, claims, first, expected)
-    received = Received(opened.digest) if opened.held is None else None
+    opening = asyncio.ensure_future(_in_thread(upload_open)(bearer, claims, first, expected))
+    received: Received | None = None
     try:
-        length = await _read_body(receive, received, expected)
+        if first == 0:
+            # A first chunk's digest starts afresh whatever the upload holds: its body is
+            # received while the request is let in (and removed if it is not).
+            received = Received(hashlib.sha256())
+            length = await _read_body(receive, received, expected)
+            opened: Opened = await opening
+            if opened.held is not None:
+                received.close()
+                received = None
+        else:
+            opened = await opening
+            received = Received(opened.digest) if opened.held is None else None
+            length = await _read_body(receive, received, expected)
         if length is None:
             return  # the client went away: nothing to answer
         if length != expected:
@@ -156,8 +170,11 @@ async def _put(
         else:
             offset, committed = await _in_thread(upload_take)(claims, opened, first, received)
     finally:
+        if not opening.done():
+            await asyncio.wait([opening])
+        opening.exception()  # looked at: a refusal once the client left answers no one
         if received is not None:
-            await _in_thread(received.close)()
+            await asyncio.get_running_loop().run_in_executor(None, received.close)
     await _state(send, offset, committed, status=201 if committed else 200)
 
 
