@@ -21,12 +21,14 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from mcpgateway.asgi import route_mcp  # noqa: E402
+from scorecards.blobs.asgi import route_uploads  # noqa: E402
 from scorecards.urls import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        # /mcp (and /mcp/) → the MCP gateway; every other path → Django.
-        "http": route_mcp(django_asgi_app),
+        # /uploads/… → raw uploads' bytes (before Django: the body read straight into the
+        # store); /mcp (and /mcp/) → the MCP gateway; every other path → Django.
+        "http": route_uploads(route_mcp(django_asgi_app)),
         # The live run pages: session-authenticated, same-origin sockets only.
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))

@@ -32,7 +32,6 @@ urlpatterns = [
     *review_urls.urlpatterns,
     *search_urls.urlpatterns,
     *cases_urls.urlpatterns,
-    *blobs_urls.urlpatterns,
 ]
 
 api_urlpatterns = [

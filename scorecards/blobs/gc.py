@@ -5,9 +5,10 @@ A blob is kept while anything registered in `references` names it (an artifact o
 a screen frame, …) and for a day after it was made (an upload whose result is still on its
 way names nothing yet). An upload untouched for a day is abandoned: its staged chunks go,
 and so do staged chunks no upload records (a call that failed between storing a chunk and
-recording it). With a retention of N days, the artifacts, frames and traces of runs created
-more than N days ago are forgotten first (their results stay), and their blobs go with the
-rest. A dry run counts all of it inside a transaction it rolls back, and removes nothing.
+recording it) and files left in the staging root by a server stopped while it received a
+chunk or composed a blob. With a retention of N days, the artifacts, frames and traces of runs
+created more than N days ago are forgotten first (their results stay), and their blobs go with
+the rest. A dry run counts all of it inside a transaction it rolls back, and removes nothing.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class Swept:
     blobs: int = 0
     blob_bytes: int = 0
     uploads: int = 0
-    staged: int = 0  # staged chunk objects no upload records
+    staged: int = 0  # staged chunk objects no upload records, and files left half-written
 
 
 class _DryRun(Exception):
@@ -113,9 +114,14 @@ def _orphan_chunks(now: datetime) -> Iterator[str]:
     """Staged chunks older than the grace whose upload records nothing (or is gone)."""
     storage = blob_storage()
     try:
-        workspaces, _ = storage.listdir(STAGING_ROOT)
+        workspaces, loose = storage.listdir(STAGING_ROOT)
     except FileNotFoundError:
         return
+    for name in loose:
+        # A chunk being received, or a blob being composed, when its server stopped.
+        key = f"{STAGING_ROOT}/{name}"
+        if storage.get_modified_time(key) < now - GRACE:
+            yield key
     for workspace in workspaces:
         digests, _ = storage.listdir(f"{STAGING_ROOT}/{workspace}")
         for digest in digests:

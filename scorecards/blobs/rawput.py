@@ -12,10 +12,9 @@ dropped (or whose server restarted) goes on from there.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
 from django.conf import settings
 from django.core import signing
@@ -23,10 +22,13 @@ from django.core import signing
 from core.errors import Conflict, Invalid
 from runnercli.protocol import BlobAck, UploadGrant
 from runners.models import Runner
+from runners.services import runner_authenticate
 from scorecards.blobs import metrics
 from scorecards.blobs.fence import lease_workspace
 from scorecards.blobs.models import Blob, BlobUpload
-from scorecards.blobs.uploads import blob_put, upload_discard
+from scorecards.blobs.receiving import Received
+from scorecards.blobs.running import running_copy
+from scorecards.blobs.uploads import blob_put_received, upload_discard
 
 SALT = "everdict.blobs.rawput"
 UPLOAD_PATH = "/uploads/"
@@ -234,32 +236,97 @@ def content_range(header: str, size: int) -> tuple[int, int]:
     return a, b
 
 
-def upload_chunk(
-    runner: Runner, claims: UploadClaims, first: int, data: IO[bytes]
-) -> tuple[int, bool]:
-    """Take one chunk at `first` (a seekable file at its first byte, read a piece at a time);
-    the bytes held after it and whether the blob is committed. Refused (nothing of the
-    upload kept where the chunk was bad) with the reason."""
-    workspace_id = upload_fenced(runner, claims)
-    held = Blob.objects.filter(workspace_id=workspace_id, sha256=claims.sha256).exists()
-    if held:
-        raise UploadRefusal(
-            409, f"blob {claims.sha256} is committed already: this URL takes no more bytes"
-        )
-    at = data.tell()
-    final = first + data.seek(0, os.SEEK_END) - at == claims.size
-    data.seek(at)
-    ack: BlobAck = blob_put(
-        workspace=workspace_id, sha256=claims.sha256, offset=first, data=data, final=final
-    )
-    if not ack.accepted:
-        raise UploadRefusal(422 if "hash to" in ack.reason else 409, ack.reason or "refused")
-    return ack.stored, final
-
-
 def upload_drop(runner: Runner, claims: UploadClaims) -> None:
     """Remove what the upload staged (a chunk that was not what it said), when the URL is
     the runner's and its lease holds."""
     workspace_id = upload_fenced(runner, claims)
     if not Blob.objects.filter(workspace_id=workspace_id, sha256=claims.sha256).exists():
         upload_discard(workspace_id, claims.sha256)
+
+
+def runner_of(bearer: str) -> Runner:
+    """The runner whose token this is (401 when it is none)."""
+    runner: Runner | None = runner_authenticate(bearer)
+    if runner is None:
+        raise UploadRefusal(401, "a runner's token is required (Authorization: Bearer rnr_…)")
+    return runner
+
+
+@dataclass
+class Opened:
+    """A chunk's `PUT` let in, before its body is read: where the upload stood."""
+
+    workspace_id: int
+    upload: BlobUpload | None
+    final: bool
+    # The upload's digest so far, to carry over the chunk as it arrives (None: this process
+    # does not hold it, and the chunk is hashed when the blob is committed).
+    digest: Any | None
+    # A retry of the chunk last staged: answered as held, `(offset, committed)`.
+    held: tuple[int, bool] | None = None
+
+
+def upload_open(bearer: str, claims: UploadClaims, first: int, length: int) -> Opened:
+    """Let in a `PUT` of `length` bytes at `first` before its body is read: the runner's
+    token, the URL's and the lease's fence, the blob not committed yet, the chunk starting
+    where the upload stands (four statements). Refused with the reason."""
+    runner = runner_of(bearer)
+    workspace_id = upload_fenced(runner, claims)
+    if Blob.objects.filter(workspace_id=workspace_id, sha256=claims.sha256).exists():
+        raise UploadRefusal(
+            409, f"blob {claims.sha256} is committed already: this URL takes no more bytes"
+        )
+    upload = BlobUpload.objects.filter(workspace_id=workspace_id, sha256=claims.sha256).first()
+    received = upload.received if upload is not None else 0
+    opened = Opened(
+        workspace_id=workspace_id,
+        upload=upload,
+        final=first + length == claims.size,
+        digest=None,
+    )
+    if first != received:
+        if upload is not None and _retry_of_last(upload, first, length):
+            opened.held = (received, False)
+            return opened
+        raise UploadRefusal(
+            409,
+            f"offset {first} is not where this upload stands: the server holds "
+            f"{received} bytes of it; resume from there",
+        )
+    names = [str(name) for name, _ in upload.chunks] if upload is not None else []
+    opened.digest = running_copy(workspace_id, claims.sha256, names)
+    return opened
+
+
+def _retry_of_last(upload: BlobUpload, first: int, length: int) -> bool:
+    return (
+        bool(upload.chunks)
+        and upload.received == first + length
+        and int(upload.chunks[-1][1]) == length
+    )
+
+
+def upload_take(
+    claims: UploadClaims, opened: Opened, first: int, received: Received
+) -> tuple[int, bool]:
+    """Keep the chunk received for an upload let in by `upload_open`: the bytes held after it
+    and whether the blob is committed. Refused (nothing of the upload kept where the chunk
+    was bad) with the reason."""
+    received.done()
+    ack: BlobAck = blob_put_received(
+        workspace_id=opened.workspace_id,
+        sha256=claims.sha256,
+        offset=first,
+        received=received,
+        upload=opened.upload,
+        final=opened.final,
+    )
+    if not ack.accepted:
+        raise UploadRefusal(422 if "hash to" in ack.reason else 409, ack.reason or "refused")
+    return ack.stored, opened.final
+
+
+def upload_abandon(claims: UploadClaims, opened: Opened) -> None:
+    """Remove what an upload let in by `upload_open` staged (its chunk was not what it said)."""
+    if not Blob.objects.filter(workspace_id=opened.workspace_id, sha256=claims.sha256).exists():
+        upload_discard(opened.workspace_id, claims.sha256)

@@ -36,6 +36,18 @@ def running_take(workspace_id: int, sha256: str, names: Sequence[str]) -> Any | 
     return entry[1]
 
 
+def running_copy(workspace_id: int, sha256: str, names: Sequence[str]) -> Any | None:
+    """A copy of the digest so far of exactly the staged chunks `names`, left in place (a new
+    one for no chunk); None when this process does not hold it."""
+    if not names:
+        return hashlib.sha256()
+    with _lock:
+        entry = _running.get((workspace_id, sha256))
+        if entry is None or entry[0] != tuple(names):
+            return None
+        return entry[1].copy()
+
+
 def running_keep(workspace_id: int, sha256: str, names: Sequence[str], digest: Any) -> None:
     """Keep `digest` as that of exactly the staged chunks `names`."""
     with _lock:

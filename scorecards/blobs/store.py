@@ -104,6 +104,24 @@ def blob_compose(
                 os.unlink(out.name)
 
 
+class Moved(File):
+    """A file already on the storage's disk (at `path`), that the storage moves into place."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(None, name=os.path.basename(path))
+        self._path = path
+
+    def temporary_file_path(self) -> str:
+        return self._path
+
+    @property
+    def size(self) -> int:
+        return os.path.getsize(self._path)
+
+    def close(self) -> None:
+        pass
+
+
 class _Composed(File):
     """A file on the storage's disk that the storage moves into place rather than copies."""
 
@@ -184,6 +202,27 @@ def blob_record(*, workspace_id: int, sha256: str, size: int, media_type: str, s
         # A backend that renames on save kept a second copy: the first one stands.
         blob_storage().delete(saved)
     return blob
+
+
+def blob_insert(*, workspace_id: int, sha256: str, size: int, media_type: str, saved: str) -> Blob:
+    """`blob_record` for bytes the workspace was not known to hold: one INSERT, and only when
+    another call recorded them meanwhile, the row it made (and `saved` removed if it differs)."""
+    # Outside a transaction the INSERT is one of its own (no BEGIN and COMMIT around it);
+    # inside one, a savepoint keeps a conflict from breaking it.
+    inside = transaction.get_connection().in_atomic_block
+    try:
+        with transaction.atomic() if inside else contextlib.nullcontext():
+            return Blob.objects.create(
+                workspace_id=workspace_id,
+                sha256=sha256,
+                size=size,
+                media_type=media_type,
+                key=saved,
+            )
+    except IntegrityError:
+        return blob_record(
+            workspace_id=workspace_id, sha256=sha256, size=size, media_type=media_type, saved=saved
+        )
 
 
 def blob_store(

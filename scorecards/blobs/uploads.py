@@ -26,10 +26,13 @@ from django.utils import timezone
 from runnercli.protocol import BlobAck, BlobHoldings
 from scorecards.blobs import metrics
 from scorecards.blobs.models import Blob, BlobUpload
+from scorecards.blobs.receiving import Received
 from scorecards.blobs.running import running_forget, running_keep, running_take
 from scorecards.blobs.store import (
     DEFAULT_MEDIA_TYPE,
+    Moved,
     blob_compose,
+    blob_insert,
     blob_record,
     blob_storage,
     blob_write,
@@ -135,6 +138,105 @@ def _put(workspace_id: int, sha256: str, offset: int, data: _Piece, final: bool)
     if not ack.accepted or not final:
         return ack
     return _commit(workspace_id, sha256)
+
+
+def blob_put_received(
+    *,
+    workspace_id: int,
+    sha256: str,
+    offset: int,
+    received: Received,
+    upload: BlobUpload | None,
+    final: bool,
+) -> BlobAck:
+    """Take one chunk a raw `PUT` received into `received`, at `offset` where the upload
+    stood (`upload`, read before the body came). On a store on the local disk, with the
+    upload's digest carried over the chunk as it arrived, the file is moved into place: to a
+    staged chunk's key, or (the last chunk, the digest matching) to the blob's key after the
+    staged chunks; nothing is read back. Otherwise as `blob_put` from the file."""
+    limit = settings.EVERDICT_MAX_ARTIFACT_BYTES
+    if received.path is None or received.digest is None or offset + received.size > limit:
+        with received.open() as data:
+            return blob_put(
+                workspace=workspace_id, sha256=sha256, offset=offset, data=data, final=final
+            )
+    ack = (
+        _commit_received(workspace_id, sha256, upload, received)
+        if final
+        else _stage_received(workspace_id, sha256, upload, offset, received)
+    )
+    metrics.BLOB_CHUNKS.labels(outcome="accepted" if ack.accepted else "refused").inc()
+    return ack
+
+
+def _stage_received(
+    workspace_id: int, sha256: str, upload: BlobUpload | None, offset: int, received: Received
+) -> BlobAck:
+    chunks = upload.chunks if upload is not None else []
+    if len(chunks) >= MAX_UPLOAD_CHUNKS:
+        return BlobAck(
+            accepted=False,
+            reason=f"more than {MAX_UPLOAD_CHUNKS} chunks: send larger ones",
+            stored=offset,
+        )
+    storage = blob_storage()
+    name = storage.save(chunk_key(workspace_id, sha256, offset), Moved(received.path or ""))
+    if _record(workspace_id, sha256, upload, name, received.size):
+        metrics.BLOB_BYTES.inc(received.size)
+        before = [str(chunk) for chunk, _ in chunks]
+        running_keep(workspace_id, sha256, [*before, name], received.digest)
+        return BlobAck(accepted=True, stored=offset + received.size)
+    storage.delete(name)
+    now = BlobUpload.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
+    if now is not None and _last_chunk_is(now, offset, received.size):
+        return BlobAck(accepted=True, reason="already held", stored=now.received)
+    return _misplaced(offset, now.received if now is not None else 0)
+
+
+def _commit_received(
+    workspace_id: int, sha256: str, upload: BlobUpload | None, received: Received
+) -> BlobAck:
+    chunks = [str(name) for name, _ in upload.chunks] if upload is not None else []
+    staged = sum(int(n) for _, n in upload.chunks) if upload is not None else 0
+    size = staged + received.size
+    metrics.BLOB_BYTES.inc(received.size)
+    digest = received.hexdigest()
+    if digest != sha256:
+        upload_discard(workspace_id, sha256, chunks)
+        return BlobAck(
+            accepted=False,
+            reason=f"the bytes sent hash to {digest}, not {sha256}: nothing of them is kept",
+        )
+    try:
+        if chunks:
+            saved = blob_compose(workspace_id, sha256, chunks, lambda: _file_pieces(received))
+        else:
+            saved = blob_write(workspace_id, sha256, Moved(received.path or ""))
+    except FileNotFoundError:
+        # A chunk gone: another call committed the blob and removed the staging meanwhile.
+        held = Blob.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
+        if held is not None:
+            return BlobAck(accepted=True, stored=held.size)
+        raise
+    blob_insert(
+        workspace_id=workspace_id,
+        sha256=sha256,
+        size=size,
+        media_type=DEFAULT_MEDIA_TYPE,
+        saved=saved,
+    )
+    if upload is None:
+        running_forget(workspace_id, sha256)  # one chunk, never staged: nothing to remove
+    else:
+        upload_discard(workspace_id, sha256, chunks)
+    metrics.BLOBS_COMMITTED.inc()
+    return BlobAck(accepted=True, stored=size)
+
+
+def _file_pieces(received: Received) -> Iterator[bytes]:
+    with received.open() as file:
+        while piece := file.read(COPY_CHUNK):
+            yield piece
 
 
 def _append(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -221,20 +220,3 @@ def test_chunks_given_as_files_are_read_from_where_each_stands_and_a_bad_one_kee
     assert f"hash to {sha(data[CHUNK:])}, not {forged}" in ack.reason
     assert not Blob.objects.filter(sha256=forged).exists()
     assert staged_files(workspace) == []
-
-
-def test_a_put_body_is_handed_on_as_a_seekable_file_under_either_handler() -> None:
-    from django.core.handlers.asgi import ASGIRequest
-    from django.test import RequestFactory
-
-    from scorecards.blobs.views import _body_file
-
-    data = os.urandom(CHUNK)
-    wsgi = RequestFactory().put("/uploads/x", data=data, content_type="application/octet-stream")
-    scope = {"type": "http", "method": "PUT", "path": "/uploads/x", "headers": []}
-    with tempfile.SpooledTemporaryFile() as spooled:
-        spooled.write(data)
-        for request in (wsgi, ASGIRequest(scope, spooled)):
-            body = _body_file(request)
-            assert body.seekable()
-            assert body.read() == data

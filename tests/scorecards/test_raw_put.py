@@ -1,0 +1,145 @@
+"""A raw upload's `PUT` in the server: let in before its body (the token, the fence, where the
+upload stands), the body received into a file beside the store while it is hashed, then moved
+into place and recorded in as few statements as it takes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from runners import queue
+from runners.services import runner_pair
+from scorecards.blobs.gc import blobs_gc
+from scorecards.blobs.models import Blob, BlobUpload
+from scorecards.blobs.rawput import (
+    UploadClaims,
+    UploadRefusal,
+    upload_open,
+    upload_take,
+)
+from scorecards.blobs.receiving import RECEIVING_PREFIX, Received
+from tests.suites import start, suite
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("blob_dir")]
+
+MIB = 1 << 20
+
+
+@pytest.fixture
+def held(alice: Any, workspace: Any) -> tuple[str, Any]:
+    """A runner's token and the job it holds."""
+    suite(alice, cases=1)
+    paired = runner_pair(owner=alice, label="laptop", capabilities=["python"])
+    start(alice, paired.runner)
+    [grant] = queue.job_lease(runner=paired.runner)
+    return paired.token, grant.job
+
+
+def claims_for(token: str, job: Any, data: bytes) -> UploadClaims:
+    from runners.services import runner_authenticate
+
+    runner = runner_authenticate(token)
+    assert runner is not None
+    return UploadClaims(
+        runner_id=runner.pk,
+        job_id=job.pk,
+        lease_epoch=job.lease_epoch,
+        workspace_id=job.run.workspace_id,
+        sha256=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+    )
+
+
+def put(token: str, claims: UploadClaims, first: int, chunk: bytes) -> tuple[int, bool]:
+    opened = upload_open(token, claims, first, len(chunk))
+    received = Received(opened.digest)
+    try:
+        for at in range(0, len(chunk), MIB):
+            received.write(chunk[at : at + MIB])
+        return upload_take(claims, opened, first, received)
+    finally:
+        received.close()
+
+
+def files_under(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file()]
+
+
+def test_one_blob_in_one_put_takes_five_statements_and_is_moved_into_place(
+    held: tuple[str, Any], blob_dir: Path, django_assert_num_queries: Any
+) -> None:
+    token, job = held
+    data = os.urandom(3 * MIB + 5)
+    claims = claims_for(token, job, data)
+    # The runner's token, the fence, the blob not held, the upload not begun.
+    with django_assert_num_queries(4):
+        opened = upload_open(token, claims, 0, len(data))
+    received = Received(opened.digest)
+    assert received.path is not None and Path(received.path).parent == blob_dir / "uploads"
+    for at in range(0, len(data), MIB):
+        received.write(data[at : at + MIB])
+    # The blob recorded: one INSERT.
+    with django_assert_num_queries(1):
+        assert upload_take(claims, opened, 0, received) == (len(data), True)
+    received.close()
+    [blob] = Blob.objects.filter(sha256=claims.sha256)
+    assert (blob_dir / blob.key).read_bytes() == data
+    assert files_under(blob_dir / "uploads") == []
+
+
+def test_chunks_are_moved_into_the_staging_and_the_last_commits_on_the_carried_digest(
+    held: tuple[str, Any], blob_dir: Path
+) -> None:
+    token, job = held
+    data = os.urandom(2 * MIB + 7)
+    claims = claims_for(token, job, data)
+    assert put(token, claims, 0, data[:MIB]) == (MIB, False)
+    [staged] = files_under(blob_dir / "uploads")
+    assert staged.read_bytes() == data[:MIB]
+    # A retry of the chunk staged: answered as held, nothing written.
+    opened = upload_open(token, claims, 0, MIB)
+    assert opened.held == (MIB, False)
+    # A chunk that does not start where the upload stands.
+    with pytest.raises(UploadRefusal) as refused:
+        upload_open(token, claims, MIB + 1, 10)
+    assert refused.value.status == 409 and f"holds {MIB} bytes" in refused.value.reason
+    assert put(token, claims, MIB, data[MIB:]) == (len(data), True)
+    [blob] = Blob.objects.filter(sha256=claims.sha256)
+    assert (blob_dir / blob.key).read_bytes() == data
+    assert not BlobUpload.objects.exists()
+    assert files_under(blob_dir / "uploads") == []
+    with pytest.raises(UploadRefusal) as replay:
+        upload_open(token, claims, MIB, len(data) - MIB)
+    assert replay.value.status == 409 and "committed already" in replay.value.reason
+
+
+def test_bytes_that_do_not_hash_to_the_digest_keep_nothing(
+    held: tuple[str, Any], blob_dir: Path
+) -> None:
+    token, job = held
+    data = os.urandom(MIB + 3)
+    claims = claims_for(token, job, data)
+    assert put(token, claims, 0, data[:MIB]) == (MIB, False)
+    with pytest.raises(UploadRefusal) as refused:
+        put(token, claims, MIB, b"xyz")
+    assert refused.value.status == 422 and "hash to" in refused.value.reason
+    assert not Blob.objects.exists() and not BlobUpload.objects.exists()
+    assert files_under(blob_dir / "uploads") == []
+
+
+def test_a_file_left_half_received_is_swept_after_the_grace(blob_dir: Path) -> None:
+    root = blob_dir / "uploads"
+    root.mkdir(parents=True)
+    old, new = root / f"{RECEIVING_PREFIX}old", root / f"{RECEIVING_PREFIX}new"
+    old.write_bytes(b"half")
+    new.write_bytes(b"half")
+    two_days_ago = (timezone.now() - timedelta(days=2)).timestamp()
+    os.utime(old, (two_days_ago, two_days_ago))
+    assert blobs_gc().staged == 1
+    assert not old.exists() and new.exists()
