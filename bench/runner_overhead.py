@@ -245,7 +245,10 @@ def _cpu(process: Any) -> tuple[float, float]:
 
 
 def _py_spy(pid: int, out: Path) -> Proc:
-    spy = ROOT / ".venv" / "bin" / "py-spy"
+    # Beside the interpreter running this (a checkout's own venv, or one it links to).
+    spy = Path(sys.executable).parent / "py-spy"
+    if not spy.exists():
+        spy = ROOT / ".venv" / "bin" / "py-spy"
     args = [str(spy), "record", "--pid", str(pid), "--format", "raw", "--rate", "250"]
     args += ["--nonblocking", "--gil", "--output", str(out)]
     return spawn(args, out.with_suffix(".log"), dict(os.environ))

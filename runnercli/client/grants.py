@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from runnercli.protocol import RUNNER_CONTEXT, CaseJob, Lease, LeaseGrant
+from runnercli.protocol import RUNNER_CONTEXT, CaseJob, HarnessRef, Lease, LeaseGrant
 
 # How many of a grant's validation errors its failure names.
 REASONS_SHOWN = 3
@@ -54,13 +54,32 @@ def parse_lease_reply(payload: Any) -> LeaseBatch:
     if not isinstance(payload, dict):
         raise ValueError(f"lease_job answered {type(payload).__name__}, not an object")
     batch = LeaseBatch(update_required=payload.get("update_required") is True)
+    # The harnesses read so far: a lease's cases of one run share theirs, read once (and its
+    # digest, taken per spec, is taken once).
+    harnesses: list[tuple[Any, HarnessRef]] = []
     for raw in _raw_grants(payload):
         try:
-            batch.granted.append(LeaseGrant.model_validate(raw, context=RUNNER_CONTEXT))
+            grant = LeaseGrant.model_validate(_with_harness(raw, harnesses), context=RUNNER_CONTEXT)
         except ValidationError as exc:
             job_id, epoch = _fence_of(raw)
             batch.unparsed.append(Unparsed(job_id, epoch, describe_errors(exc)))
+            continue
+        batch.granted.append(grant)
+        if all(held is not grant.job.harness for _, held in harnesses):
+            harnesses.append((raw["job"]["harness"], grant.job.harness))
     return batch
+
+
+def _with_harness(raw: Any, harnesses: list[tuple[Any, HarnessRef]]) -> Any:
+    """The grant with its job's harness replaced by one read already when it is the same
+    (a model instance is taken as it is, not validated again)."""
+    job = raw.get("job") if isinstance(raw, dict) else None
+    if not isinstance(job, dict) or (harness := job.get("harness")) is None:
+        return raw
+    for seen, parsed in harnesses:
+        if harness == seen:
+            return {**raw, "job": {**job, "harness": parsed}}
+    return raw
 
 
 def _raw_grants(payload: dict[str, Any]) -> list[Any]:

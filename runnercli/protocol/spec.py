@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import weakref
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
@@ -230,7 +231,23 @@ def harness_digest(spec: HarnessSpec) -> str:
     artifacts, services, slots; verify, protect, on_tamper, limits, agent_config) — SHA-256.
     A key left unset adds nothing, so every digest of a spec without them (and every consent
     pinned to one) stays as it was. Consent pins it; every result's fingerprint carries it."""
+    held = _digests.get(id(spec))
+    if held is not None and held[0]() is spec and held[1] == _fields_of(spec):
+        return held[2]
     keys = _DIGEST_KEYS | {key for key in _LATER_KEYS if getattr(spec, key) is not None}
     content = spec.model_dump(mode="json", include=keys)
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    digest = hashlib.sha256(canonical.encode()).hexdigest()
+    key = id(spec)
+    _digests[key] = (weakref.ref(spec, lambda _: _digests.pop(key, None)), _fields_of(spec), digest)
+    return digest
+
+
+# Each spec's digest, kept while the spec lives (the runner digests a case's harness when
+# its consent is checked and again in its result; a lease's cases share one spec), with
+# the identity of each field's value when it was taken: a field set since is digested again.
+_digests: dict[int, tuple[weakref.ref[HarnessSpec], tuple[int, ...], str]] = {}
+
+
+def _fields_of(spec: HarnessSpec) -> tuple[int, ...]:
+    return tuple(id(value) for value in spec.__dict__.values())

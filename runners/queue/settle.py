@@ -49,10 +49,7 @@ def jobs_settle(*, runner: Runner, outcomes: Sequence[Outcome]) -> list[Settleme
     nothing changes. A holder whose lease lapsed takes it back and settles it (`resumed`);
     a refused result of the runner's own attempt is kept on that attempt as a shadow.
     """
-    locked = RunnerJob.objects.select_for_update(of=("self",)).filter(
-        pk__in=[o.job_id for o in outcomes]
-    )
-    jobs = {job.pk: job for job in locked.order_by("pk")}
+    jobs = {job.pk: job for job in locked_jobs([o.job_id for o in outcomes])}
     now = timezone.now()
     settlements: list[Settlement] = []
     ended: list[tuple[RunnerJob, Outcome]] = []
@@ -77,6 +74,18 @@ def jobs_settle(*, runner: Runner, outcomes: Sequence[Outcome]) -> list[Settleme
     if ended:
         _record_settled(ended, now)
     return settlements
+
+
+def locked_jobs(job_ids: Sequence[int]) -> list[RunnerJob]:
+    """The jobs, locked in id order (on SQLite the transaction's write lock stands for the
+    row locks): one written-out statement, no query compiled per call."""
+    if not job_ids:
+        return []
+    table = RunnerJob._meta.db_table
+    ids = ", ".join(["%s"] * len(job_ids))
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    sql = f"SELECT * FROM {table} WHERE id IN ({ids}) ORDER BY id{lock}"
+    return list(RunnerJob.objects.raw(sql, list(job_ids)))
 
 
 def _settle_refusal(

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 
 from runnercli.protocol import CaseResult, HarnessSpec, ResultReport
 from runners import metrics
-from runners.models import Runner, RunnerJob
+from runners.models import Runner
 from scorecards import scoring
 from scorecards.lifecycle import LANES, Read
-from scorecards.models import Case
+from scorecards.models import Case, HarnessVersion
 from scorecards.verifying import verified_fields
 
 
@@ -41,41 +42,83 @@ def storable(text: str) -> str:
 
 
 def grade_reports(*, runner: Runner, reports: Sequence[ResultReport]) -> dict[int, Graded | Read]:
-    """Grade each report of one of the runner owner's jobs, by job id (no lock taken): the
-    jobs with their runs' harnesses in one query, their cases in another. A job of another
-    lane (a judge's) is read by its lane."""
-    jobs = {
-        job.pk: job
-        for job in RunnerJob.objects.filter(
-            pk__in=[r.job_id for r in reports], owner_id=runner.owner_id
-        )
-        .select_related("run__harness")
-        .only("pk", "run_id", "case_key", "kind", "run__dataset_id", "run__harness__spec")
-    }
-    runs = {job.run_id: job.run for job in jobs.values()}
-    wanted = {(runs[job.run_id].dataset_id, job.case_key) for job in jobs.values()}
-    cases = {
-        (case.dataset_id, case.key): case
-        for case in Case.objects.filter(
-            dataset_id__in={dataset for dataset, _ in wanted},
-            key__in={key for _, key in wanted},
-        ).only("pk", "dataset_id", "key", "input", "expected", "tests")
-    }
-    specs = {pk: HarnessSpec.model_validate(run.harness.spec) for pk, run in runs.items()}
+    """Grade each report of one of the runner owner's jobs, by job id (no lock taken): each
+    job with its run's harness spec and its case, read in one written-out statement (what a
+    batch costs to read does not grow with it in statements, nor in ORM query building). A
+    job of another lane (a judge's) is read by its lane."""
+    rows = _grading_rows([r.job_id for r in reports], runner.owner_id)
+    specs: dict[int, HarnessSpec] = {}
     graded: dict[int, Graded | Read] = {}
     for report in reports:
-        job = jobs.get(report.job_id)
-        if job is None:
+        row = rows.get(report.job_id)
+        if row is None:
             continue
-        lane = LANES.get(job.kind)
+        lane = LANES.get(row.kind)
         if lane is not None:
-            graded[job.pk] = Read(lane, lane.read(report.result))
+            graded[report.job_id] = Read(lane, lane.read(report.result))
             continue
-        case = cases.get((runs[job.run_id].dataset_id, job.case_key))
-        if case is not None:
+        if row.case is not None:
+            if (spec := specs.get(row.run_id)) is None:
+                spec = specs[row.run_id] = HarnessSpec.model_validate(row.spec)
             metrics.GRADINGS.inc()
-            graded[job.pk] = grade_one(specs[job.run_id], case, report.result)
+            graded[report.job_id] = grade_one(spec, row.case, report.result)
     return graded
+
+
+@dataclass(frozen=True)
+class _GradingRow:
+    run_id: int
+    kind: str
+    spec: Any
+    case: Case | None
+
+
+# A job, its run's harness spec and its case (by the run's dataset and the job's case key).
+_GRADING_SQL = (
+    "SELECT j.id, j.run_id, j.kind, h.spec, c.id, c.dataset_id, c.key, c.expected, c.tests"
+    " FROM runners_runnerjob j"
+    " JOIN scorecards_run r ON r.id = j.run_id"
+    " JOIN scorecards_harnessversion h ON h.id = r.harness_id"
+    " LEFT JOIN scorecards_case c ON c.dataset_id = r.dataset_id AND c.key = j.case_key"
+    " WHERE j.owner_id = %s AND j.id IN ({ids})"
+)
+_CASE_FIELDS = ["id", "dataset_id", "key", "expected", "tests"]
+
+
+def _grading_rows(job_ids: Sequence[int], owner_id: int) -> dict[int, _GradingRow]:
+    if not job_ids:
+        return {}
+    sql = _GRADING_SQL.format(ids=", ".join(["%s"] * len(job_ids)))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [owner_id, *job_ids])
+        fetched = cursor.fetchall()
+    spec_field = HarnessVersion._meta.get_field("spec")
+    expected_field = Case._meta.get_field("expected")
+    tests_field = Case._meta.get_field("tests")
+    rows: dict[int, _GradingRow] = {}
+    for job_id, run_id, kind, spec, case_id, dataset_id, key, expected, tests in fetched:
+        case = None
+        if case_id is not None:
+            # Only the fields grading reads; any other is read on access, as `.only()` does.
+            case = Case.from_db(
+                connection.alias,
+                _CASE_FIELDS,
+                [
+                    case_id,
+                    dataset_id,
+                    key,
+                    _json(expected_field, expected),
+                    _json(tests_field, tests),
+                ],
+            )
+        rows[job_id] = _GradingRow(run_id, kind, _json(spec_field, spec), case)
+    return rows
+
+
+def _json(field: Any, value: Any) -> Any:
+    """A JSON column's value as the ORM gives it (the backends return text, or a decoded
+    value where the driver decodes it)."""
+    return field.from_db_value(value, None, connection) if isinstance(value, str) else value
 
 
 def grade_one(spec: HarnessSpec, case: Case, result: CaseResult) -> Graded:

@@ -42,3 +42,24 @@ def test_a_grant_without_a_readable_fence_is_still_set_apart() -> None:
     batch = parse_lease_reply({"jobs": [{"job": "garbage"}, grant(4)]})
     assert [g.job.job_id for g in batch.grants()] == [4]
     assert (batch.unparsed[0].job_id, batch.unparsed[0].lease_epoch) == (None, None)
+
+
+def test_the_grants_of_one_harness_share_it_read_once_and_another_gets_its_own() -> None:
+    batch = parse_lease_reply(
+        {"jobs": [grant(1), grant(2), grant(3, env={"A": "1"}), grant(4), grant(5, env={"A": "1"})]}
+    )
+    harnesses = [g.job.harness for g in batch.grants()]
+    assert [g.job.job_id for g in batch.grants()] == [1, 2, 3, 4, 5]
+    assert harnesses[0] is harnesses[1] is harnesses[3]
+    assert harnesses[2] is harnesses[4] and harnesses[2] is not harnesses[0]
+    assert harnesses[2].spec.env == {"A": "1"} and harnesses[0].spec.env == {}
+
+
+def test_a_harness_shared_with_a_refused_grant_is_still_read_on_its_own() -> None:
+    # The first grant is unreadable for another reason than its harness: the next one with
+    # the same harness is read whole, not taken from the failed one.
+    bad = grant(1)
+    bad["job"]["timeout_s"] = "never"
+    batch = parse_lease_reply({"jobs": [bad, grant(2), grant(3, sandbox="strict")]})
+    assert [g.job.job_id for g in batch.grants()] == [2]
+    assert [u.job_id for u in batch.unparsed] == [1, 3]

@@ -32,3 +32,12 @@ def test_capabilities_do_not_change_the_digest_and_the_environment_does() -> Non
     assert harness_digest(more) == DIGEST
     with_env = HarnessSpec.model_validate({**SPEC, "env": {"NO_COLOR": "1"}})
     assert harness_digest(with_env) != DIGEST
+
+
+def test_a_spec_digested_again_gives_the_same_digest_and_a_field_set_since_a_new_one() -> None:
+    spec = HarnessSpec.model_validate(SPEC)
+    assert harness_digest(spec) == harness_digest(spec) == DIGEST
+    spec.env = {"A": "1"}
+    changed = harness_digest(spec)
+    assert changed != DIGEST
+    assert changed == harness_digest(HarnessSpec.model_validate({**SPEC, "env": {"A": "1"}}))

@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from runnercli.protocol import ResultReport
 from runners import queue
 from scorecards.services import results_submit
+from scorecards.services.grading import Graded, grade_reports
 from tests.suites import completed, pair, start, suite
 
 pytestmark = pytest.mark.django_db
@@ -61,3 +62,50 @@ def test_starting_a_run_takes_the_same_statements_for_1_case_as_for_50(
     one = _start(alice, laptop, "one", 1)
     fifty = _start(alice, laptop, "fifty", 50)
     assert len(fifty) == len(one), "\n".join(fifty)
+
+
+def _reports(user: Any, runner: Any, name: str, cases: int, lease: int) -> list[ResultReport]:
+    """Reports of `lease` of a run's `cases` (the rest stay queued: the run goes on)."""
+    suite(user, cases=cases, name=name)
+    start(user, runner, harness=name, dataset=name, concurrency=cases)
+    grants = queue.job_lease(runner=runner, max_jobs=lease)
+    assert len(grants) == lease
+    return [
+        ResultReport(
+            job_id=g.job.pk,
+            lease_epoch=g.job.lease_epoch,
+            result=completed(f"hello {g.job.case_key[1:]}"),
+        )
+        for g in grants
+    ]
+
+
+def test_grading_a_batch_reads_its_jobs_harnesses_and_cases_in_one_statement(
+    alice: Any, workspace: Any
+) -> None:
+    laptop = pair(alice)
+    reports = _reports(alice, laptop, "graded", 40, 32)
+    with CaptureQueriesContext(connection) as queries:
+        graded = grade_reports(runner=laptop, reports=reports)
+    assert len(queries.captured_queries) == 1, [q["sql"] for q in queries.captured_queries]
+    assert sorted(graded) == sorted(r.job_id for r in reports)
+    assert {g.grade.verdict for g in graded.values() if isinstance(g, Graded)} == {"pass"}
+
+
+def test_a_batch_settling_mid_run_takes_a_pinned_number_of_statements(
+    alice: Any, workspace: Any
+) -> None:
+    """Grading 1, the runs locked 1, the jobs locked 1, jobs and attempts ended 2, the next
+    result number 1, the results inserted 1, the run's load 1: 8, for 1 result as for 31."""
+    laptop = pair(alice)
+    counts = []
+    for name, batch in (("first", 1), ("second", 31)):
+        reports = _reports(alice, laptop, name, 40, batch + 1)
+        # The run is running already (its first result moves it out of `queued`).
+        assert results_submit(runner=laptop, reports=reports[:1])[0].accepted
+        with CaptureQueriesContext(connection) as queries:
+            acks = results_submit(runner=laptop, reports=reports[1:])
+        assert len(acks) == batch and all(ack.accepted for ack in acks), acks
+        sql = [q["sql"] for q in queries.captured_queries]
+        counts.append([s for s in sql if "SAVEPOINT" not in s])
+    assert [len(c) for c in counts] == [8, 8], "\n\n".join("\n".join(c) for c in counts)
