@@ -24,9 +24,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
-from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from core.errors import Conflict, Forbidden, Invalid, NoAnswer, NotFound
@@ -44,13 +42,13 @@ from runners.wakeup import (
 from scorecards.blobs.services import blob_held, lease_workspace
 from scorecards.files.models import CaseFsRequest, FsOp
 from scorecards.links import key_may_exist
+from scorecards.models import Membership, Run
 from scorecards.selectors.runs import run_get
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
     from scorecards.blobs.services import Blob
-    from scorecards.models import Run
 
 # How often the waiting side reads the row when no wake-up comes (an answer given to a replica
 # whose notification does not reach this one, the listener reconnecting). An answer given
@@ -105,28 +103,32 @@ def _leased_job(run: Run, key: str, repeat: str | int | None) -> RunnerJob:
     return job
 
 
-def _running_jobs(
+def _running_job_sql(
     user: User, run_id: int, key: str, repeat: str | int | None
-) -> QuerySet[Any] | None:
-    """The case's running job (the first repeat running, or the one asked for) when the user
-    may see the run: its id, lease epoch and holder. None for a key or repeat that cannot be
-    (`_leased_job` says why)."""
+) -> tuple[str, list[Any]] | None:
+    """A statement that finds the case's running job (the first repeat running, or the one
+    asked for) when the user may see the run: its id, lease epoch and holder. None for a key
+    or repeat that cannot be (`_leased_job` says why). Written out: it is built on every
+    request, and the ORM's compilation of it cost more than running it."""
     try:
         number = query_int("repeat", repeat)
     except Invalid:
         return None
     if not key_may_exist(key):
         return None
-    jobs = RunnerJob.objects.filter(
-        run_id=run_id,
-        run__workspace__memberships__user=user,
-        case_key=key,
-        status=JobStatus.LEASED,
-        leased_by__isnull=False,
+    jobs, runs, members = (m._meta.db_table for m in (RunnerJob, Run, Membership))
+    sql = (
+        f"SELECT j.id AS pk, j.lease_epoch, j.leased_by_id FROM {jobs} j "
+        f"JOIN {runs} r ON r.id = j.run_id "
+        f"JOIN {members} m ON m.workspace_id = r.workspace_id AND m.user_id = %s "
+        "WHERE j.run_id = %s AND j.case_key = %s AND j.status = %s "
+        "AND j.leased_by_id IS NOT NULL"
     )
+    params: list[Any] = [user.pk, run_id, key, JobStatus.LEASED]
     if number is not None:
-        jobs = jobs.filter(repeat=number)
-    return jobs.order_by("repeat").values("pk", "lease_epoch", "leased_by_id")[:1]
+        sql += " AND j.repeat = %s"
+        params.append(number)
+    return sql + " ORDER BY j.repeat LIMIT 1", params
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,7 @@ def fs_request_ask(
     except Invalid:
         run_get(user=user, run_id=run_id)  # NotFound first for a run the user may not see
         raise
-    asked = _insert(_running_jobs(user, run_id, key, repeat), op, normal)
+    asked = _insert(_running_job_sql(user, run_id, key, repeat), op, normal)
     if asked is None:
         # Not running, or not visible: the run, then the case, say which.
         run = run_get(user=user, run_id=run_id)
@@ -180,29 +182,26 @@ def fs_request_ask(
     return FsAsked(pk=pk, job_id=job_id, lease_epoch=epoch, run_id=run_id, key=key)
 
 
-def _insert(jobs: QuerySet[Any] | None, op: str, path: str) -> tuple[int, int, int] | None:
+def _insert(jobs: tuple[str, list[Any]] | None, op: str, path: str) -> tuple[int, int, int] | None:
     """The request queued for the job `jobs` finds, its runner woken: (id, job id, epoch), or
     None when it finds none. One statement on PostgreSQL (its notification included)."""
-    table = CaseFsRequest._meta.db_table
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
     if jobs is None:
         return None
+    select, params = jobs
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
     if not _pg():
-        job = jobs.first()
+        with connection.cursor() as cursor:
+            cursor.execute(select, params)
+            job = cursor.fetchone()
         if job is None:
             return None
-        made = CaseFsRequest.objects.create(
-            job_id=job["pk"], lease_epoch=job["lease_epoch"], op=op, path=path
-        )
-        transaction.on_commit(lambda: fs_hub.wake([job["leased_by_id"]]))
-        return made.pk, job["pk"], job["lease_epoch"]
-    try:
-        select, params = jobs.query.sql_with_params()
-    except EmptyResultSet:  # a repeat out of the column's range
-        return None
+        made = CaseFsRequest.objects.create(job_id=job[0], lease_epoch=job[1], op=op, path=path)
+        transaction.on_commit(lambda: fs_hub.wake([job[2]]))
+        return made.pk, job[0], job[1]
     sql = (
         f"WITH j AS ({select}), made AS ("
-        f"INSERT INTO {table} (job_id, lease_epoch, op, path, created_at, media_type, error) "
+        f"INSERT INTO {CaseFsRequest._meta.db_table} "
+        "(job_id, lease_epoch, op, path, created_at, media_type, error) "
         "SELECT j.pk, j.lease_epoch, %s, %s, %s, '', '' FROM j "
         "RETURNING id, job_id, lease_epoch) "
         "SELECT made.id, made.job_id, made.lease_epoch, j.leased_by_id, "
@@ -293,49 +292,38 @@ def _answer(request: FsAsked, row: CaseFsRequest) -> FsAnswer:
     )
 
 
-def _open_for(runner: Runner, fences: Sequence[tuple[int, int]]) -> QuerySet[Any]:
-    """The open requests (at most 100, oldest first) for these jobs while this runner holds
-    them at these epochs."""
-    cutoff = timezone.now() - timedelta(seconds=answer_timeout_s())
-    wanted = Q()
-    for job_id, epoch in set(fences):
-        wanted |= Q(job_id=job_id, lease_epoch=epoch)
-    return (
-        CaseFsRequest.objects.filter(
-            wanted,
-            job__status=JobStatus.LEASED,
-            job__leased_by=runner,
-            job__lease_epoch=F("lease_epoch"),
-            answered_at__isnull=True,
-            taken_at__isnull=True,
-            created_at__gte=cutoff,
-        )
-        .order_by("pk")
-        .values("pk")[:100]
-    )
+# The ids and epochs a fence may hold (the columns' ranges): any other is held by no one.
+_BIGINT, _EPOCH = 2**63, 2**31
 
 
 def fs_requests_take(*, runner: Runner, fences: Sequence[tuple[int, int]]) -> list[FsRequest]:
-    """The open requests for the jobs this runner holds at these epochs, marked as taken —
-    in one statement (a poll usually finds none)."""
-    if not fences:
+    """The open requests (at most 100, oldest first) for the jobs this runner holds at these
+    epochs, marked as taken — in one statement (a poll usually finds none)."""
+    wanted = sorted({(j, e) for j, e in fences if 0 < j < _BIGINT and 0 <= e < _EPOCH})
+    if not wanted:
         return []
-    table = CaseFsRequest._meta.db_table
-    try:
-        select, params = _open_for(runner, fences).query.sql_with_params()
-    except EmptyResultSet:  # no fence within the columns' range
-        return []
-    stamp = connection.ops.adapt_datetimefield_value(timezone.now())
+    table, jobs = CaseFsRequest._meta.db_table, RunnerJob._meta.db_table
+    cutoff = timezone.now() - timedelta(seconds=answer_timeout_s())
+    adapt = connection.ops.adapt_datetimefield_value
+    pairs = " OR ".join(["(r.job_id = %s AND r.lease_epoch = %s)"] * len(wanted))
     # Taken once: two polls of one runner (the old one still parked while a fresh one takes
     # over) never both answer a request (the second finds `taken_at` set).
-    rows = CaseFsRequest.objects.raw(
-        f"UPDATE {table} SET taken_at = %s WHERE id IN ({select}) AND taken_at IS NULL "
-        f"RETURNING id, job_id, op, path{', ' + _async_commit() if _pg() else ''}",
-        [stamp, *params],
+    sql = (
+        f"UPDATE {table} SET taken_at = %s WHERE taken_at IS NULL AND id IN ("
+        f"SELECT r.id FROM {table} r JOIN {jobs} j ON j.id = r.job_id "
+        f"WHERE ({pairs}) AND j.status = %s AND j.leased_by_id = %s "
+        "AND j.lease_epoch = r.lease_epoch AND r.answered_at IS NULL "
+        "AND r.taken_at IS NULL AND r.created_at >= %s ORDER BY r.id LIMIT 100) "
+        f"RETURNING id, job_id, op, path{', ' + _async_commit() if _pg() else ''}"
     )
+    params = [adapt(timezone.now()), *(x for pair in wanted for x in pair)]
+    params += [JobStatus.LEASED, runner.pk, adapt(cutoff)]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = sorted(row[:4] for row in cursor.fetchall())
     return [
-        FsRequest(request_id=str(row.pk), job_id=row.job_id, op=row.op, path=row.path)  # type: ignore[arg-type]
-        for row in sorted(rows, key=lambda row: row.pk)
+        FsRequest(request_id=str(pk), job_id=job_id, op=op, path=path)
+        for pk, job_id, op, path in rows
     ]
 
 
