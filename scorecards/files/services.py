@@ -103,6 +103,10 @@ def _leased_job(run: Run, key: str, repeat: str | int | None) -> RunnerJob:
     return job
 
 
+# The columns' ranges (ids; epochs and repeats): a value outside names no row.
+_BIGINT, _EPOCH = 2**63, 2**31
+
+
 def _running_job_sql(
     user: User, run_id: int, key: str, repeat: str | int | None
 ) -> tuple[str, list[Any]] | None:
@@ -114,7 +118,9 @@ def _running_job_sql(
         number = query_int("repeat", repeat)
     except Invalid:
         return None
-    if not key_may_exist(key):
+    if not key_may_exist(key) or not 0 < run_id < _BIGINT:
+        return None
+    if number is not None and not 0 <= number < _EPOCH:
         return None
     jobs, runs, members = (m._meta.db_table for m in (RunnerJob, Run, Membership))
     sql = (
@@ -290,10 +296,6 @@ def _answer(request: FsAsked, row: CaseFsRequest) -> FsAnswer:
         media_type=row.media_type or "application/octet-stream",
         error=row.error,
     )
-
-
-# The ids and epochs a fence may hold (the columns' ranges): any other is held by no one.
-_BIGINT, _EPOCH = 2**63, 2**31
 
 
 def fs_requests_take(*, runner: Runner, fences: Sequence[tuple[int, int]]) -> list[FsRequest]:
