@@ -238,13 +238,13 @@ def main() -> None:
         met=p50 <= TARGET_MS,
     )
     summary.notes.append(
-        f"server CPU per file request {cpu_alone * 1000:.1f} ms with no idle runner, "
-        f"{cpu_crowded * 1000:.1f} ms with {args.n} idle (the idle runners' own share included)"
-    )
-    summary.notes.append(
         f"{parked} long-polls parked ({args.n} idle lease_job + the answering runner's poll); "
         f"{answerer.answered} requests answered; client errors "
         f"{', '.join(f'{k} {v}' for k, v in errors.items()) or 'none'}"
+    )
+    summary.notes.append(
+        f"server CPU per file request {cpu_alone * 1000:.1f} ms with no idle runner, "
+        f"{cpu_crowded * 1000:.1f} ms with {args.n} idle (the idle runners' own share included)"
     )
     finish(summary, args)
 
