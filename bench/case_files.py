@@ -9,7 +9,10 @@ long-polls beside it, as in idle_runners.py. Measured: `GET /api/runs/<id>/files
 queued for the lease, the runner's poll woken through the hub, answered, read back —
 sequentially, first with no idle runner, then with N parked; beside it, in the same run and
 under the same N, a `hello` round trip of the answering runner's session (the baseline).
-Target: p50 ≤ 15 ms with 1,000 idle runners.
+The answering runner runs in a process of its own, as a real runner does, so the bench's
+client does not sit on its loop or its GIL; the server's CPU per file request (daphne's
+user + system time over the timed requests, warm-up included, divided by their number) is
+printed beside the latencies. Target: p50 ≤ 15 ms with 1,000 idle runners.
 
     .venv/bin/python bench/case_files.py [--n 1000] [--requests 200] [--sqlite]
 """
@@ -20,7 +23,6 @@ import argparse
 import asyncio
 import math
 import multiprocessing as mp
-import threading
 import time
 from typing import Any
 
@@ -28,6 +30,7 @@ import idle_runners
 from databases import add_database_arguments, scratch_database
 from report import Summary, finish, machine_line
 from seeding import pair_runners, seed_member, seed_suite
+from server_profile import ServerProfile
 from servers import daphne, raise_open_files, server_env
 from stats import latency_line, pct
 
@@ -35,52 +38,84 @@ TARGET_MS = 15.0
 
 
 class Answerer:
-    """The runner holding the case's lease: one parked poll, each request answered at once
-    with a listing; and its `hello` round trips, timed, for the baseline."""
+    """The runner holding the case's lease, in a process of its own (so the bench's client
+    does not share a CPU's time slices or a GIL with it): one parked poll, each request
+    answered at once with a listing; and its `hello` round trips, timed, for the baseline."""
 
-    def __init__(self, url: str, token: str) -> None:
-        self.url, self.token = url, token
-        self.loop = asyncio.new_event_loop()
-        self.ready = threading.Event()
-        self.answered = 0
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
+    def __init__(self, url: str, token: str, count: int) -> None:
+        ctx = mp.get_context("spawn")
+        self.ready, self.stop, self.go = ctx.Event(), ctx.Event(), ctx.Event()
+        self.counter, self.results = ctx.Value("l", 0), ctx.Queue()
+        self.child = ctx.Process(
+            target=answer_process,
+            args=(url, token, self.ready, self.stop, self.go, self.counter, self.results, count),
+            daemon=True,
+        )
 
-    def start(self) -> Any:
-        future = asyncio.run_coroutine_threadsafe(self._serve(), self.loop)
+    @property
+    def answered(self) -> int:
+        return int(self.counter.value)
+
+    def start(self) -> None:
+        self.child.start()
         if not self.ready.wait(60):
             raise SystemExit("the answering runner did not lease its job")
-        return future
 
-    async def _serve(self) -> None:
-        from runnercli.case.files.calls import answer_case_fs_request, poll_case_fs_requests
-        from runnercli.client import RunnerClient
-        from runnercli.protocol import FsEntry, JobFence
+    def hellos(self) -> list[float]:
+        """`count` hello round trips, timed in the runner's process."""
+        self.go.set()
+        took: list[float] = self.results.get(timeout=300)
+        return took
 
-        entries = [FsEntry(path="notes.txt", size=5, kind="file", mtime=0.0)]
-        async with RunnerClient(self.url, self.token) as client:
-            self.client = client
-            await client.hello(capabilities=["python"])
-            batch = await client.lease_job(wait_ms=5000, capabilities=["python"], status="")
-            assert batch.lease is not None, "no job leased"
-            fence = JobFence(job_id=batch.lease.job_id, lease_epoch=batch.lease.lease_epoch)
-            self.ready.set()
+    def close(self) -> None:
+        self.stop.set()
+        self.go.set()
+        self.child.join(30)
+        if self.child.is_alive():
+            self.child.kill()
+
+
+def answer_process(
+    url: str, token: str, ready: Any, stop: Any, go: Any, counter: Any, results: Any, count: int
+) -> None:
+    asyncio.run(_serve(url, token, ready, stop, go, counter, results, count))
+
+
+async def _serve(
+    url: str, token: str, ready: Any, stop: Any, go: Any, counter: Any, results: Any, count: int
+) -> None:
+    from runnercli.case.files.calls import answer_case_fs_request, poll_case_fs_requests
+    from runnercli.client import RunnerClient
+    from runnercli.protocol import FsEntry, JobFence
+
+    entries = [FsEntry(path="notes.txt", size=5, kind="file", mtime=0.0)]
+    async with RunnerClient(url, token) as client:
+        await client.hello(capabilities=["python"])
+        batch = await client.lease_job(wait_ms=5000, capabilities=["python"], status="")
+        assert batch.lease is not None, "no job leased"
+        fence = JobFence(job_id=batch.lease.job_id, lease_epoch=batch.lease.lease_epoch)
+
+        async def answer() -> None:
             while True:
                 reply = await poll_case_fs_requests(client, [fence], 20_000)
                 for request in reply.requests:
                     await answer_case_fs_request(client, fence, request.request_id, entries=entries)
-                    self.answered += 1
+                    with counter.get_lock():
+                        counter.value += 1
 
-    def hellos(self, count: int) -> list[float]:
-        async def timed() -> list[float]:
+        serving = asyncio.ensure_future(answer())
+        ready.set()
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, go.wait)
+        if not stop.is_set():
             took = []
             for _ in range(count):
                 began = time.perf_counter()
-                await self.client.hello(capabilities=["python"])
+                await client.hello(capabilities=["python"])
                 took.append(time.perf_counter() - began)
-            return took
-
-        return asyncio.run_coroutine_threadsafe(timed(), self.loop).result(300)
+            results.put(took)
+        await loop.run_in_executor(None, stop.wait)
+        serving.cancel()
 
 
 def file_requests(url: str, key: str, path: str, count: int) -> list[float]:
@@ -130,6 +165,11 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200, help="file requests timed (200)")
     parser.add_argument("--client-procs", type=int, default=2, help="idle client processes")
     parser.add_argument("--ramp-rate", type=float, default=500.0, help="sessions opened per s")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample the server with py-spy during the file requests with idle runners parked",
+    )
     add_database_arguments(parser)
     args = parser.parse_args()
     raise_open_files(args.n + 256)
@@ -151,15 +191,26 @@ def main() -> None:
         )
         tokens = idle_runners.pair_idle_runners(args.n, "each") if args.n else []
         with daphne(scratch, **server_env(args)) as server:
-            answerer = Answerer(server.url, token)
-            serving = answerer.start()
+            answerer = Answerer(server.url, token, args.requests)
+            answerer.start()
             path = f"/api/runs/{run.pk}/files?key=c0"
+            cpu = server.cpu_seconds()
             alone = file_requests(server.url, member.api_key, path, args.requests)
+            cpu_alone = (server.cpu_seconds() - cpu) / (args.requests + 1)
             wait_ms = idle_runners.negotiated_wait_ms(server.url, token)
             stop, children, results, parked = park_idle(server.url, tokens, wait_ms, args)
             try:
+                cpu = server.cpu_seconds()
+                spy = (
+                    ServerProfile(server.popen.pid, scratch.workdir / "spy.txt")
+                    if args.profile
+                    else None
+                )
                 crowded = file_requests(server.url, member.api_key, path, args.requests)
-                hellos = answerer.hellos(args.requests)
+                cpu_crowded = (server.cpu_seconds() - cpu) / (args.requests + 1)
+                if spy is not None:
+                    print(spy.stop())
+                hellos = answerer.hellos()
             finally:
                 stop.set()
                 errors: dict[str, int] = {}
@@ -168,7 +219,7 @@ def main() -> None:
                         errors[kind] = errors.get(kind, 0) + count
                 for child in children:
                     child.join(30)
-                serving.cancel()
+                answerer.close()
     for label, values in (
         ("file request, no idle runner", alone),
         (f"file request, {args.n} idle", crowded),
@@ -190,6 +241,10 @@ def main() -> None:
         f"{parked} long-polls parked ({args.n} idle lease_job + the answering runner's poll); "
         f"{answerer.answered} requests answered; client errors "
         f"{', '.join(f'{k} {v}' for k, v in errors.items()) or 'none'}"
+    )
+    summary.notes.append(
+        f"server CPU per file request {cpu_alone * 1000:.1f} ms with no idle runner, "
+        f"{cpu_crowded * 1000:.1f} ms with {args.n} idle (the idle runners' own share included)"
     )
     finish(summary, args)
 

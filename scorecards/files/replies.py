@@ -36,7 +36,7 @@ class CaseFiles(Reply):
     @classmethod
     def of(cls, answer: FsAnswer) -> CaseFiles:
         entries = [CaseFileEntry(**entry) for entry in answer.entries or []]
-        return cls(run_id=answer.run.pk, key=answer.key, path=answer.path, entries=entries)
+        return cls(run_id=answer.run_id, key=answer.key, path=answer.path, entries=entries)
 
 
 class CaseFileContent(Reply):
@@ -58,12 +58,12 @@ class CaseFileContent(Reply):
         text = _text(head) if is_text(answer.media_type) else None
         encoding: Literal["text", "base64"] = "text" if text is not None else "base64"
         return cls(
-            run_id=answer.run.pk,
+            run_id=answer.run_id,
             key=answer.key,
             path=answer.path,
             size=answer.blob.size,
             media_type=answer.media_type,
-            url=files_url(answer.run.pk, answer.key, answer.path),
+            url=files_url(answer.run_id, answer.key, answer.path),
             encoding=encoding,
             content=text if text is not None else base64.b64encode(head).decode(),
             truncated=truncated,

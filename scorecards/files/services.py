@@ -3,22 +3,28 @@ takes the request from its parked `poll_case_fs_requests` and answers it.
 
 A request is bound to the job's lease at the epoch it was asked under: asked only of a job
 leased now, handed only to that lease's holder, answered only by it. The page's side waits
-for the answer (`EVERDICT_FS_ANSWER_TIMEOUT_S`, 30 s) reading the row, so an answer given to
-any replica is seen by the one that waits.
+for the answer (`EVERDICT_FS_ANSWER_TIMEOUT_S`, 30 s), woken by the answer's notification
+and reading the row, so an answer given to any replica is seen by the one that waits.
+
+Each step on the way is one statement: the ask (an INSERT … SELECT of the running job, with
+its `pg_notify`), the take (an UPDATE … RETURNING), the answer (an UPDATE … RETURNING that
+checks the lease, with its `pg_notify`) and the read (a DELETE … RETURNING). On PostgreSQL
+they commit without waiting for the WAL flush (`synchronous_commit` off for that statement
+alone): these rows live for the length of one page request, and a crash that lost the last
+of them loses only requests whose page gets its 504 and asks again.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
 from django.utils import timezone
 
 from core.errors import Conflict, Forbidden, Invalid, NoAnswer, NotFound
@@ -26,23 +32,28 @@ from core.fields import ascii_int, query_int
 from runnercli.protocol import Ack, BlobRef, CasePathError, FsEntry, FsRequest, check_case_path
 from runnercli.protocol.world import fs_error_reason
 from runners.models import JobStatus, Runner, RunnerJob
-from runners.wakeup import answers, notify_fs_answered, notify_fs_runners
+from runners.wakeup import (
+    FS_ANSWER_CHANNEL,
+    FS_CHANNEL,
+    answers,
+    fs_hub,
+    notify_fs_runners,
+)
 from scorecards.blobs.services import blob_held, lease_workspace
 from scorecards.files.models import CaseFsRequest, FsOp
 from scorecards.links import key_may_exist
+from scorecards.models import Membership, Run
 from scorecards.selectors.runs import run_get
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
     from scorecards.blobs.services import Blob
-    from scorecards.models import Run
 
 # How often the waiting side reads the row when no wake-up comes (an answer given to a replica
-# whose notification does not reach this one): often at first, then less. An answer given
-# here, or announced by PostgreSQL, is read at once.
-_FIRST_READS_S = (0.005,) * 4 + (0.01,) * 8 + (0.02,) * 10 + (0.05,) * 10
-_LATER_READ_S = 0.1
+# whose notification does not reach this one, the listener reconnecting). An answer given
+# here, or announced by PostgreSQL, wakes it at once.
+_FALLBACK_READ_S = 0.25
 # How often a waiting request checks that its lease still stands (a case that ended, or was
 # leased again elsewhere, answers nothing more).
 _LEASE_CHECK_S = 1.0
@@ -52,7 +63,7 @@ _LEASE_CHECK_S = 1.0
 class FsAnswer:
     """What the runner answered: a listing, a file's blob, or (in `error`) why not."""
 
-    run: Run
+    run_id: int
     key: str
     op: str
     path: str
@@ -92,75 +103,154 @@ def _leased_job(run: Run, key: str, repeat: str | int | None) -> RunnerJob:
     return job
 
 
-def _running_job(user: User, run_id: int, key: str, repeat: str | int | None) -> RunnerJob | None:
-    """The case's running job with its run, in one statement, when the user may see the run;
-    None otherwise (or for a key or repeat that cannot be: `_leased_job` says why)."""
+# The columns' ranges (ids; epochs and repeats): a value outside names no row.
+_BIGINT, _EPOCH = 2**63, 2**31
+
+
+def _running_job_sql(
+    user: User, run_id: int, key: str, repeat: str | int | None
+) -> tuple[str, list[Any]] | None:
+    """A statement that finds the case's running job (the first repeat running, or the one
+    asked for) when the user may see the run: its id, lease epoch and holder. None for a key
+    or repeat that cannot be (`_leased_job` says why). Written out: it is built on every
+    request, and the ORM's compilation of it cost more than running it."""
     try:
         number = query_int("repeat", repeat)
     except Invalid:
         return None
-    if not key_may_exist(key):
+    if not key_may_exist(key) or not 0 < run_id < _BIGINT:
         return None
-    jobs = RunnerJob.objects.filter(
-        run_id=run_id,
-        run__workspace__memberships__user=user,
-        case_key=key,
-        status=JobStatus.LEASED,
-        leased_by__isnull=False,
+    if number is not None and not 0 <= number < _EPOCH:
+        return None
+    jobs, runs, members = (m._meta.db_table for m in (RunnerJob, Run, Membership))
+    sql = (
+        f"SELECT j.id AS pk, j.lease_epoch, j.leased_by_id FROM {jobs} j "
+        f"JOIN {runs} r ON r.id = j.run_id "
+        f"JOIN {members} m ON m.workspace_id = r.workspace_id AND m.user_id = %s "
+        "WHERE j.run_id = %s AND j.case_key = %s AND j.status = %s "
+        "AND j.leased_by_id IS NOT NULL"
     )
+    params: list[Any] = [user.pk, run_id, key, JobStatus.LEASED]
     if number is not None:
-        jobs = jobs.filter(repeat=number)
-    return jobs.select_related("run", "leased_by").order_by("repeat").first()
+        sql += " AND j.repeat = %s"
+        params.append(number)
+    return sql + " ORDER BY j.repeat LIMIT 1", params
+
+
+@dataclass(frozen=True)
+class FsAsked:
+    """A request queued: its id, the lease it is bound to, and the case it asks of."""
+
+    pk: int
+    job_id: int
+    lease_epoch: int
+    run_id: int
+    key: str
+
+
+def _pg() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def _async_commit() -> str:
+    """A select-list item that lets this statement's transaction commit without waiting for
+    the WAL flush (see the module's docstring) — only when it is a transaction of its own."""
+    if connection.in_atomic_block:
+        return "NULL"
+    return "set_config('synchronous_commit', 'off', true)"
 
 
 def fs_request_ask(
     *, user: User, run_id: int, key: str, op: str, path: str, repeat: str | int | None = None
-) -> CaseFsRequest:
+) -> FsAsked:
     """Queue a member's request (viewers included; NotFound for anyone else) for the runner
     holding the running case's lease, and wake its parked poll wherever it is parked."""
-    job = _running_job(user, run_id, key, repeat)
-    # Not running, or not visible: the run, then the case, say which.
-    run = run_get(user=user, run_id=run_id) if job is None else job.run
-    if op not in FsOp.values:
-        raise Invalid({"op": [f"Must be one of {', '.join(FsOp.values)}."]})
-    normal = fs_path(path)
-    if job is None:
+    try:
+        if op not in FsOp.values:
+            raise Invalid({"op": [f"Must be one of {', '.join(FsOp.values)}."]})
+        normal = fs_path(path)
+    except Invalid:
+        run_get(user=user, run_id=run_id)  # NotFound first for a run the user may not see
+        raise
+    asked = _insert(_running_job_sql(user, run_id, key, repeat), op, normal)
+    if asked is None:
+        # Not running, or not visible: the run, then the case, say which.
+        run = run_get(user=user, run_id=run_id)
         job = _leased_job(run, key, repeat)
-    assert job.leased_by is not None
-    with transaction.atomic():
-        request = CaseFsRequest.objects.create(
-            job=job, lease_epoch=job.lease_epoch, op=op, path=normal
-        )
-        notify_fs_runners([job.leased_by.pk])
-    request.job.run = run
-    return request
+        assert job.leased_by is not None
+        with transaction.atomic():
+            made = CaseFsRequest.objects.create(
+                job=job, lease_epoch=job.lease_epoch, op=op, path=normal
+            )
+            notify_fs_runners([job.leased_by.pk])
+        asked = (made.pk, job.pk, job.lease_epoch)
+    pk, job_id, epoch = asked
+    return FsAsked(pk=pk, job_id=job_id, lease_epoch=epoch, run_id=run_id, key=key)
 
 
-def fs_request_wait(*, request: CaseFsRequest, timeout_s: float | None = None) -> FsAnswer:
+def _insert(jobs: tuple[str, list[Any]] | None, op: str, path: str) -> tuple[int, int, int] | None:
+    """The request queued for the job `jobs` finds, its runner woken: (id, job id, epoch), or
+    None when it finds none. One statement on PostgreSQL (its notification included)."""
+    if jobs is None:
+        return None
+    select, params = jobs
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    if not _pg():
+        with connection.cursor() as cursor:
+            cursor.execute(select, params)
+            job = cursor.fetchone()
+        if job is None:
+            return None
+        made = CaseFsRequest.objects.create(job_id=job[0], lease_epoch=job[1], op=op, path=path)
+        transaction.on_commit(lambda: fs_hub.wake([job[2]]))
+        return made.pk, job[0], job[1]
+    sql = (
+        f"WITH j AS ({select}), made AS ("
+        f"INSERT INTO {CaseFsRequest._meta.db_table} "
+        "(job_id, lease_epoch, op, path, created_at, media_type, error) "
+        "SELECT j.pk, j.lease_epoch, %s, %s, %s, '', '' FROM j "
+        "RETURNING id, job_id, lease_epoch) "
+        "SELECT made.id, made.job_id, made.lease_epoch, j.leased_by_id, "
+        f"pg_notify(%s, j.leased_by_id::text) IS NULL, {_async_commit()} "
+        "FROM made JOIN j ON j.pk = made.job_id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, op, path, now, FS_CHANNEL])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    runner_id = row[3]
+    transaction.on_commit(lambda: fs_hub.wake([runner_id]))
+    return row[0], row[1], row[2]
+
+
+def fs_request_wait(*, request: FsAsked, timeout_s: float | None = None) -> FsAnswer:
     """The runner's answer to `request`; NoAnswer (504) when none came in time."""
     with answers.waiting(request.pk) as answered:
         return _wait(request, answered, answer_timeout_s() if timeout_s is None else timeout_s)
 
 
-def _wait(request: CaseFsRequest, answered: threading.Event, timeout_s: float) -> FsAnswer:
+def _wait(request: FsAsked, answered: threading.Event, timeout_s: float) -> FsAnswer:
     deadline = time.monotonic() + timeout_s
-    reads = iter(_FIRST_READS_S)
     lease_checked = time.monotonic()
     while True:
-        answered.clear()
-        row = CaseFsRequest.objects.select_related("blob").filter(pk=request.pk).first()
-        if row is not None and row.answered_at is not None:
-            # Read once: the row goes, and the content's blob, named by nothing else, is
-            # removed by `blobs_gc` a day later (the page has read it by then).
-            row.delete()
-            return _answer(request, row)
+        # Woken by the answer (given here, or announced by PostgreSQL); read anyway now and
+        # then, for an answer whose notification did not reach this process.
         remaining = deadline - time.monotonic()
-        if row is None or remaining <= 0:
+        woken = answered.wait(max(0.0, min(_FALLBACK_READ_S, remaining)))
+        answered.clear()
+        row = _read_answer(request.pk)
+        if row is not None:
+            return _answer(request, row)
+        if time.monotonic() >= deadline:
             break
+        if woken:
+            continue
+        if not CaseFsRequest.objects.filter(pk=request.pk).exists():
+            break  # gone with its job
         if time.monotonic() - lease_checked >= _LEASE_CHECK_S:
             lease_checked = time.monotonic()
             _still_leased(request)
-        answered.wait(min(next(reads, _LATER_READ_S), remaining))
     CaseFsRequest.objects.filter(pk=request.pk, answered_at__isnull=True).delete()
     raise NoAnswer(
         f"The runner did not answer within {answer_timeout_s():g} s: it may be busy, asleep "
@@ -168,7 +258,22 @@ def _wait(request: CaseFsRequest, answered: threading.Event, timeout_s: float) -
     )
 
 
-def _still_leased(request: CaseFsRequest) -> None:
+def _read_answer(pk: int) -> CaseFsRequest | None:
+    """The request's row if it is answered, deleted as it is read (one statement): read
+    once, the content's blob, named by nothing else, is removed by `blobs_gc` a day later
+    (the page has read it by then)."""
+    table = CaseFsRequest._meta.db_table
+    rows = CaseFsRequest.objects.raw(
+        f"DELETE FROM {table} WHERE id = %s AND answered_at IS NOT NULL "
+        "RETURNING id, job_id, lease_epoch, op, path, entries, blob_id, media_type, error"
+        f"{', ' + _async_commit() if _pg() else ''}",
+        [pk],
+    )
+    found = list(rows)
+    return found[0] if found else None
+
+
+def _still_leased(request: FsAsked) -> None:
     leased = RunnerJob.objects.filter(
         pk=request.job_id, status=JobStatus.LEASED, lease_epoch=request.lease_epoch
     ).exists()
@@ -180,56 +285,47 @@ def _still_leased(request: CaseFsRequest) -> None:
         )
 
 
-def _answer(request: CaseFsRequest, row: CaseFsRequest) -> FsAnswer:
-    job = request.job
+def _answer(request: FsAsked, row: CaseFsRequest) -> FsAnswer:
     return FsAnswer(
-        run=job.run,
-        key=job.case_key,
+        run_id=request.run_id,
+        key=request.key,
         op=row.op,
         path=row.path,
         entries=row.entries,
-        blob=row.blob,
+        blob=row.blob if row.blob_id is not None else None,
         media_type=row.media_type or "application/octet-stream",
         error=row.error,
     )
 
 
-def _open_for(runner: Runner, fences: Sequence[tuple[int, int]]) -> list[int]:
-    """The open requests (at most 100, oldest first) for these jobs while this runner holds
-    them at these epochs, in one statement."""
-    cutoff = timezone.now() - timedelta(seconds=answer_timeout_s())
-    wanted = set(fences)
-    rows = (
-        CaseFsRequest.objects.filter(
-            job_id__in={job_id for job_id, _ in wanted},
-            job__status=JobStatus.LEASED,
-            job__leased_by=runner,
-            job__lease_epoch=F("lease_epoch"),
-            answered_at__isnull=True,
-            taken_at__isnull=True,
-            created_at__gte=cutoff,
-        )
-        .order_by("pk")
-        .values_list("pk", "job_id", "lease_epoch")[:100]
-    )
-    return [pk for pk, job_id, epoch in rows if (job_id, epoch) in wanted]
-
-
 def fs_requests_take(*, runner: Runner, fences: Sequence[tuple[int, int]]) -> list[FsRequest]:
-    """The open requests for the jobs this runner holds at these epochs, marked as taken."""
-    # Read first, outside a transaction: a poll usually finds none (one statement).
-    ids = _open_for(runner, fences) if fences else []
-    if not ids:
+    """The open requests (at most 100, oldest first) for the jobs this runner holds at these
+    epochs, marked as taken — in one statement (a poll usually finds none)."""
+    wanted = sorted({(j, e) for j, e in fences if 0 < j < _BIGINT and 0 <= e < _EPOCH})
+    if not wanted:
         return []
-    stamp = timezone.now()
-    with transaction.atomic():
-        # Taken once: two polls of one runner (the old one still parked while a fresh one
-        # takes over) never both answer a request.
-        CaseFsRequest.objects.filter(pk__in=ids, taken_at__isnull=True).update(taken_at=stamp)
-        rows = list(CaseFsRequest.objects.filter(pk__in=ids, taken_at=stamp).order_by("pk"))
+    table, jobs = CaseFsRequest._meta.db_table, RunnerJob._meta.db_table
+    cutoff = timezone.now() - timedelta(seconds=answer_timeout_s())
+    adapt = connection.ops.adapt_datetimefield_value
+    pairs = " OR ".join(["(r.job_id = %s AND r.lease_epoch = %s)"] * len(wanted))
+    # Taken once: two polls of one runner (the old one still parked while a fresh one takes
+    # over) never both answer a request (the second finds `taken_at` set).
+    sql = (
+        f"UPDATE {table} SET taken_at = %s WHERE taken_at IS NULL AND id IN ("
+        f"SELECT r.id FROM {table} r JOIN {jobs} j ON j.id = r.job_id "
+        f"WHERE ({pairs}) AND j.status = %s AND j.leased_by_id = %s "
+        "AND j.lease_epoch = r.lease_epoch AND r.answered_at IS NULL "
+        "AND r.taken_at IS NULL AND r.created_at >= %s ORDER BY r.id LIMIT 100) "
+        f"RETURNING id, job_id, op, path{', ' + _async_commit() if _pg() else ''}"
+    )
+    params = [adapt(timezone.now()), *(x for pair in wanted for x in pair)]
+    params += [JobStatus.LEASED, runner.pk, adapt(cutoff)]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = sorted(row[:4] for row in cursor.fetchall())
     return [
-        FsRequest(request_id=str(row.pk), job_id=row.job_id, op=row.op, path=row.path)  # type: ignore[arg-type]
-        for row in rows
+        FsRequest(request_id=str(pk), job_id=job_id, op=op, path=path)
+        for pk, job_id, op, path in rows
     ]
 
 
@@ -255,6 +351,11 @@ def fs_request_answer(
     that lease still open, naming a blob of the job's workspace within the artifact limit."""
     if sum(x is not None for x in (entries, blob, error)) != 1:
         return Ack(accepted=False, reason="answer with exactly one of entries, blob or error")
+    pk = ascii_int(request_id)
+    write = _answer_write(runner, job_id, lease_epoch, entries, error)
+    # A listing or an error while the lease stands: one statement.
+    if blob is None and pk is not None and write(pk, None):
+        return Ack(accepted=True)
     workspace_id, why = lease_workspace(
         runner=runner, job_id=job_id, lease_epoch=lease_epoch, call="answer_case_fs_request"
     )
@@ -267,24 +368,59 @@ def fs_request_answer(
         held = blob_held(workspace=workspace_id, sha256=blob.sha256, size=blob.size)
         if held is None:
             return Ack(accepted=False, reason=f"blob {blob.sha256} was not uploaded")
-    pk = ascii_int(request_id)
-    if pk is None:
-        return Ack(accepted=False, reason=f"no open request {request_id} for this lease")
-    with transaction.atomic():
-        updated = CaseFsRequest.objects.filter(
-            pk=pk, job_id=job_id, lease_epoch=lease_epoch, answered_at__isnull=True
-        ).update(
-            answered_at=timezone.now(),
-            entries=[e.model_dump() for e in entries] if entries is not None else None,
-            blob=held,
-            media_type=blob.media_type if blob is not None else "",
-            error=(error or "")[:500],
-        )
-        if updated:
-            notify_fs_answered(pk)
-    if not updated:
+    if pk is None or not write(pk, (held, blob.media_type if blob is not None else "")):
         return Ack(accepted=False, reason=f"no open request {request_id} for this lease")
     return Ack(accepted=True)
+
+
+def _answer_write(
+    runner: Runner,
+    job_id: int,
+    lease_epoch: int,
+    entries: Sequence[FsEntry] | None,
+    error: str | None,
+) -> Callable[[int, tuple[Blob | None, str] | None], bool]:
+    """Writes the answer to an open request of this lease while the runner holds it, and
+    wakes the page waiting for it: one statement (its notification included on PostgreSQL)."""
+
+    def write(pk: int, blob: tuple[Blob | None, str] | None) -> bool:
+        held, media_type = blob or (None, "")
+        table, jobs = CaseFsRequest._meta.db_table, RunnerJob._meta.db_table
+        listing = [e.model_dump() for e in entries] if entries is not None else None
+        notify = ""
+        params: list[Any] = [
+            connection.ops.adapt_datetimefield_value(timezone.now()),
+            CaseFsRequest._meta.get_field("entries").get_db_prep_save(listing, connection),
+            held.pk if held is not None else None,
+            media_type,
+            (error or "")[:500],
+            pk,
+            job_id,
+            lease_epoch,
+            job_id,
+            JobStatus.LEASED,
+            runner.pk,
+            lease_epoch,
+        ]
+        if _pg():
+            notify = f", pg_notify(%s, id::text) IS NULL, {_async_commit()}"
+            params.append(FS_ANSWER_CHANNEL)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {table} SET answered_at = %s, entries = %s, blob_id = %s, "
+                "media_type = %s, error = %s "
+                "WHERE id = %s AND job_id = %s AND lease_epoch = %s AND answered_at IS NULL "
+                f"AND EXISTS (SELECT 1 FROM {jobs} WHERE id = %s AND status = %s "
+                "AND leased_by_id = %s AND lease_epoch = %s) "
+                f"RETURNING id{notify}",
+                params,
+            )
+            written = cursor.fetchone() is not None
+        if written:
+            transaction.on_commit(lambda: answers.wake([pk]))
+        return written
+
+    return write
 
 
 def _raise_refusal(answer: FsAnswer) -> None:

@@ -16,6 +16,7 @@ from runners.models import RunnerJob
 from scorecards.blobs.services import blob_store
 from scorecards.files.models import CaseFsRequest
 from scorecards.files.services import (
+    FsAsked,
     _raise_refusal,
     fs_answer_get,
     fs_request_answer,
@@ -41,7 +42,7 @@ def leased(alice: Any, workspace: Any) -> dict[str, Any]:
     return {"runner": laptop, "run": run, "job_id": grant.job.pk, "epoch": grant.job.lease_epoch}
 
 
-def ask(user: Any, leased: dict[str, Any], path: str = "", op: str = "read") -> CaseFsRequest:
+def ask(user: Any, leased: dict[str, Any], path: str = "", op: str = "read") -> FsAsked:
     return fs_request_ask(user=user, run_id=leased["run"].pk, key="c0", op=op, path=path)
 
 
@@ -162,3 +163,38 @@ def test_a_repeat_the_run_does_not_have_is_refused(
         fs_request_ask(
             user=alice, run_id=leased["run"].pk, key="c0", op="list", path="", repeat=repeat
         )
+
+
+def test_fences_no_job_can_hold_take_nothing_and_leave_the_request_open(
+    leased: dict[str, Any], alice: Any
+) -> None:
+    ask(alice, leased, "x")
+    for fence in ((2**63, leased["epoch"]), (leased["job_id"], 2**31), (-1, 0), (0, -1)):
+        assert fs_requests_take(runner=leased["runner"], fences=[fence]) == []
+    assert CaseFsRequest.objects.get().taken_at is None
+    assert [r.path for r in take(leased)] == ["x"]
+
+
+def test_a_run_or_repeat_out_of_range_is_refused_and_queues_nothing(
+    leased: dict[str, Any], alice: Any
+) -> None:
+    with pytest.raises(NotFound):
+        fs_request_ask(user=alice, run_id=2**70, key="c0", op="list", path="")
+    with pytest.raises(Invalid):
+        fs_request_ask(
+            user=alice, run_id=leased["run"].pk, key="c0", op="list", path="", repeat=str(2**70)
+        )
+    assert not CaseFsRequest.objects.exists()
+
+
+def test_the_answer_names_the_run_and_case_asked_of(leased: dict[str, Any], alice: Any) -> None:
+    request = ask(alice, leased, "sub", op="list")
+    [taken] = take(leased)
+    assert reply(leased, taken.request_id, entries=[ENTRY]).accepted
+    answer = fs_request_wait(request=request, timeout_s=1)
+    assert (answer.run_id, answer.key, answer.op, answer.path) == (
+        leased["run"].pk,
+        "c0",
+        "list",
+        "sub",
+    )
