@@ -9,12 +9,15 @@ long-polls beside it, as in idle_runners.py. Measured: `GET /api/runs/<id>/files
 queued for the lease, the runner's poll woken through the hub, answered, read back —
 sequentially, first with no idle runner, then with N parked; beside it, in the same run and
 under the same N, a `hello` round trip of the answering runner's session (the baseline).
-The answering runner runs in a process of its own, as a real runner does, so the bench's
+With the server's `fs_answers`, the answer rides on the runner's next poll (one call answers
+and parks again), as the runner CLI sends it; `--separate-answers` answers by
+`answer_case_fs_request` and polls again, as a runner without it does. The answering runner
+runs in a process of its own, as a real runner does, so the bench's
 client does not sit on its loop or its GIL; the server's CPU per file request (daphne's
 user + system time over the timed requests, warm-up included, divided by their number) is
 printed beside the latencies. Target: p50 ≤ 15 ms with 1,000 idle runners.
 
-    .venv/bin/python bench/case_files.py [--n 1000] [--requests 200] [--sqlite]
+    .venv/bin/python bench/case_files.py [--n 1000] [--requests 200] [--sqlite] [--separate-answers]
 """
 
 from __future__ import annotations
@@ -42,13 +45,23 @@ class Answerer:
     does not share a CPU's time slices or a GIL with it): one parked poll, each request
     answered at once with a listing; and its `hello` round trips, timed, for the baseline."""
 
-    def __init__(self, url: str, token: str, count: int) -> None:
+    def __init__(self, url: str, token: str, count: int, separate: bool = False) -> None:
         ctx = mp.get_context("spawn")
         self.ready, self.stop, self.go = ctx.Event(), ctx.Event(), ctx.Event()
         self.counter, self.results = ctx.Value("l", 0), ctx.Queue()
         self.child = ctx.Process(
             target=answer_process,
-            args=(url, token, self.ready, self.stop, self.go, self.counter, self.results, count),
+            args=(
+                url,
+                token,
+                self.ready,
+                self.stop,
+                self.go,
+                self.counter,
+                self.results,
+                count,
+                separate,
+            ),
             daemon=True,
         )
 
@@ -76,17 +89,37 @@ class Answerer:
 
 
 def answer_process(
-    url: str, token: str, ready: Any, stop: Any, go: Any, counter: Any, results: Any, count: int
+    url: str,
+    token: str,
+    ready: Any,
+    stop: Any,
+    go: Any,
+    counter: Any,
+    results: Any,
+    count: int,
+    separate: bool,
 ) -> None:
-    asyncio.run(_serve(url, token, ready, stop, go, counter, results, count))
+    asyncio.run(_serve(url, token, ready, stop, go, counter, results, count, separate))
 
 
 async def _serve(
-    url: str, token: str, ready: Any, stop: Any, go: Any, counter: Any, results: Any, count: int
+    url: str,
+    token: str,
+    ready: Any,
+    stop: Any,
+    go: Any,
+    counter: Any,
+    results: Any,
+    count: int,
+    separate: bool,
 ) -> None:
-    from runnercli.case.files.calls import answer_case_fs_request, poll_case_fs_requests
+    from runnercli.case.files.calls import (
+        FS_ANSWERS,
+        answer_case_fs_request,
+        poll_case_fs_requests,
+    )
     from runnercli.client import RunnerClient
-    from runnercli.protocol import FsEntry, JobFence
+    from runnercli.protocol import FsEntry, FsPosted, JobFence
 
     entries = [FsEntry(path="notes.txt", size=5, kind="file", mtime=0.0)]
     async with RunnerClient(url, token) as client:
@@ -95,11 +128,29 @@ async def _serve(
         assert batch.lease is not None, "no job leased"
         fence = JobFence(job_id=batch.lease.job_id, lease_epoch=batch.lease.lease_epoch)
 
+        # With the server's `fs_answers` (unless --separate-answers), the answers ride on the
+        # next poll, as the runner CLI sends them.
+        carry = FS_ANSWERS in client.server_features and not separate
+
         async def answer() -> None:
+            posts: list[FsPosted] = []
             while True:
-                reply = await poll_case_fs_requests(client, [fence], 20_000)
+                reply = await poll_case_fs_requests(client, [fence], 20_000, posts)
+                posts = []
                 for request in reply.requests:
-                    await answer_case_fs_request(client, fence, request.request_id, entries=entries)
+                    if carry:
+                        posts.append(
+                            FsPosted(
+                                job_id=fence.job_id,
+                                lease_epoch=fence.lease_epoch,
+                                request_id=request.request_id,
+                                entries=entries,
+                            )
+                        )
+                    else:
+                        await answer_case_fs_request(
+                            client, fence, request.request_id, entries=entries
+                        )
                     with counter.get_lock():
                         counter.value += 1
 
@@ -166,6 +217,11 @@ def main() -> None:
     parser.add_argument("--client-procs", type=int, default=2, help="idle client processes")
     parser.add_argument("--ramp-rate", type=float, default=500.0, help="sessions opened per s")
     parser.add_argument(
+        "--separate-answers",
+        action="store_true",
+        help="answer by answer_case_fs_request, then poll again (a runner without fs_answers)",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="sample the server with py-spy during the file requests with idle runners parked",
@@ -191,7 +247,7 @@ def main() -> None:
         )
         tokens = idle_runners.pair_idle_runners(args.n, "each") if args.n else []
         with daphne(scratch, **server_env(args)) as server:
-            answerer = Answerer(server.url, token, args.requests)
+            answerer = Answerer(server.url, token, args.requests, args.separate_answers)
             answerer.start()
             path = f"/api/runs/{run.pk}/files?key=c0"
             cpu = server.cpu_seconds()

@@ -5,6 +5,11 @@ that ask for a running case's files with the authorization of `get_case`.
 The poll parks on a hub of its own, keyed by the runner (`wakeup.fs_hub`), so the request of
 a page wakes it in this process or, through PostgreSQL's notifications, on any replica, and a
 job's dispatch does not. A runner's newer poll ends its older one parked in the same process.
+
+Server feature `fs_answers`: a poll may carry the runner's answers to the requests its last
+poll took (`answers`), each written as `answer_case_fs_request` writes it (fenced alike), in
+the thread hop of the poll's first look, before it parks: the runner's answer and its next
+poll in one call.
 """
 
 from __future__ import annotations
@@ -28,15 +33,22 @@ from runnercli.protocol import (
     Ack,
     BlobRef,
     FsEntries,
+    FsPosted,
     FsRequest,
     FsRequests,
     JobFence,
 )
+from runnercli.protocol.world import MAX_FS_POSTED
 from runners import metrics, wakeup
 from runners.queue.longpoll import cancel_once
 from scorecards.blobs.services import blob_open
 from scorecards.files.replies import CaseFileContent, CaseFiles
-from scorecards.files.services import fs_answer_get, fs_request_answer, fs_requests_give_back
+from scorecards.files.services import (
+    fs_answer_get,
+    fs_request_answer,
+    fs_requests_give_back,
+    fs_requests_post,
+)
 from scorecards.files.services import fs_requests_take as take
 
 if TYPE_CHECKING:
@@ -45,6 +57,14 @@ if TYPE_CHECKING:
     from runners.models import Runner
 
 Fences = Annotated[list[JobFence], Field(max_length=4 * MAX_JOBS_PER_LEASE)]
+Posted = Annotated[
+    list[FsPosted] | None,
+    Field(
+        max_length=MAX_FS_POSTED,
+        description="Feature `fs_answers`: answers (a listing or an error) to requests an "
+        "earlier poll took, written before this poll looks and parks.",
+    ),
+]
 
 
 class _Newest:
@@ -83,7 +103,16 @@ class _Newest:
 newest = _Newest()
 
 
-async def _wait_for_requests(runner: Runner, fences: list[tuple[int, int]], wait_ms: int) -> Any:
+def _post_and_take(
+    runner: Runner, fences: list[tuple[int, int]], posted: list[FsPosted]
+) -> list[FsRequest]:
+    fs_requests_post(runner=runner, answers=posted)
+    return take(runner=runner, fences=fences)
+
+
+async def _wait_for_requests(
+    runner: Runner, fences: list[tuple[int, int]], wait_ms: int, posted: list[FsPosted]
+) -> Any:
     wait_ms = min(wait_ms, MAX_WAIT_MS, settings.EVERDICT_MAX_WAIT_MS)
     deadline = time.monotonic() + max(0, wait_ms) / 1000
     wakeup.ensure_started()
@@ -94,7 +123,14 @@ async def _wait_for_requests(runner: Runner, fences: list[tuple[int, int]], wait
             # Registered before the read: a request committed while it runs still wakes it.
             # Keyed by the runner (a dispatch to its owner does not wake it).
             with wakeup.fs_hub.waiting(runner.pk) as waiter:
-                found = await taking(runner=runner, fences=fences)
+                if posted:
+                    # The answers carried, written in the first look's thread hop.
+                    found = await database_sync_to_async(_post_and_take, thread_sensitive=False)(
+                        runner, fences, posted
+                    )
+                    posted = []
+                else:
+                    found = await taking(runner=runner, fences=fences)
                 remaining = deadline - time.monotonic()
                 if found or remaining <= 0 or not newest.park(runner.pk, serial, waiter):
                     return found
@@ -109,13 +145,17 @@ async def _give_back(requests: list[FsRequest]) -> None:
     await database_sync_to_async(fs_requests_give_back, thread_sensitive=False)(requests=requests)
 
 
-async def poll_case_fs_requests(job_ids: Fences, wait_ms: int = 0) -> FsRequests:
+async def poll_case_fs_requests(
+    job_ids: Fences, wait_ms: int = 0, answers: Posted = None
+) -> FsRequests:
     """Members' requests for the files of the running cases named (`{job_id, lease_epoch}`
     each), waiting up to `wait_ms` for one; keep one such poll parked while any case runs."""
     runner = current_principal().require_runner("poll_case_fs_requests")
     metrics.FS_POLLS.inc()
     fences = [(fence.job_id, fence.lease_epoch) for fence in job_ids]
-    found = await cancel_once(_wait_for_requests(runner, fences, wait_ms), undelivered=_give_back)
+    found = await cancel_once(
+        _wait_for_requests(runner, fences, wait_ms, answers or []), undelivered=_give_back
+    )
     return FsRequests(requests=found)
 
 

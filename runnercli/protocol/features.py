@@ -86,6 +86,7 @@ RUNNER_FEATURES: tuple[str, ...] = (
 
 # What this server does beyond the protocol's calls, said in its `hello`: `raw_upload`, a
 # blob's bytes sent by plain HTTP `PUT`s beside the MCP call (`begin_upload`); `upload_batch`,
-# the upload URLs of several blobs in one call (`begin_uploads`). A runner uses one only when
-# the server names it.
-SERVER_FEATURES: tuple[str, ...] = ("raw_upload", "upload_batch")
+# the upload URLs of several blobs in one call (`begin_uploads`); `fs_answers`, a runner's
+# answers to file requests carried by its next `poll_case_fs_requests` (`answers`). A runner
+# uses one only when the server names it.
+SERVER_FEATURES: tuple[str, ...] = ("raw_upload", "upload_batch", "fs_answers")

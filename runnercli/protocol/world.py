@@ -117,6 +117,22 @@ class FsEntry(Received):
 FsEntries = Annotated[list[FsEntry], Field(max_length=MAX_FS_ENTRIES)]
 
 
+class FsPosted(Received):
+    """An answer carried by the runner's next `poll_case_fs_requests` (server feature
+    `fs_answers`): a listing, or why not — fenced as `answer_case_fs_request` is. A file's
+    answer, whose ack the runner waits for, goes by `answer_case_fs_request`."""
+
+    job_id: int
+    lease_epoch: int
+    request_id: str = Field(max_length=40)
+    entries: FsEntries | None = None
+    error: str | None = Field(default=None, max_length=500)
+
+
+# The most answers one poll carries (a poll takes at most as many requests).
+MAX_FS_POSTED = 100
+
+
 class BlobRef(Received):
     """A file's content, uploaded as a blob of the job's workspace before the answer."""
 

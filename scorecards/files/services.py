@@ -29,7 +29,15 @@ from django.utils import timezone
 
 from core.errors import Conflict, Forbidden, Invalid, NoAnswer, NotFound
 from core.fields import ascii_int, query_int
-from runnercli.protocol import Ack, BlobRef, CasePathError, FsEntry, FsRequest, check_case_path
+from runnercli.protocol import (
+    Ack,
+    BlobRef,
+    CasePathError,
+    FsEntry,
+    FsPosted,
+    FsRequest,
+    check_case_path,
+)
 from runnercli.protocol.world import fs_error_reason
 from runners.models import JobStatus, Runner, RunnerJob
 from runners.wakeup import (
@@ -371,6 +379,22 @@ def fs_request_answer(
     if pk is None or not write(pk, (held, blob.media_type if blob is not None else "")):
         return Ack(accepted=False, reason=f"no open request {request_id} for this lease")
     return Ack(accepted=True)
+
+
+def fs_requests_post(*, runner: Runner, answers: Sequence[FsPosted]) -> list[Ack]:
+    """Answers carried by a runner's poll (server feature `fs_answers`), each written as
+    `fs_request_answer` writes it: a listing or an error, fenced alike."""
+    return [
+        fs_request_answer(
+            runner=runner,
+            job_id=answer.job_id,
+            lease_epoch=answer.lease_epoch,
+            request_id=answer.request_id,
+            entries=answer.entries,
+            error=answer.error,
+        )
+        for answer in answers
+    ]
 
 
 def _answer_write(

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from runnercli.case.files.rendezvous import CASE_OVER, KEPT_HERE, CaseFiles
-from runnercli.protocol import BlobHoldings, FsRequest
+from runnercli.protocol import BlobHoldings, FsRequest, FsRequests, JobFence
 from runnercli.session import Session
 from runnercli.text.redact import Redactor
 from tests.runnercli.conftest import make_job
@@ -113,3 +113,70 @@ def test_a_missing_file_and_an_ended_case_say_so(case_dir: Path) -> None:
 
 def test_with_no_files_the_member_keeps_them_here(case_dir: Path) -> None:
     assert answer(case_dir, "read", "notes.txt", no_files=True)["error"] == f"kept: {KEPT_HERE}"
+
+
+class PollClient(FilesClient):
+    """Its first poll takes the requests given, the next ones nothing."""
+
+    def __init__(self, requests: list[FsRequest], server_features: list[str]) -> None:
+        super().__init__()
+        self.server_features = server_features
+        self.replies = [FsRequests(requests=requests)]
+
+    async def call(self, tool: str, args: dict[str, Any], model: Any, wait_s: float = 0.0) -> Any:
+        if tool != "poll_case_fs_requests":
+            return await super().call(tool, args, model, wait_s)
+        self.calls.append((tool, args))
+        return self.replies.pop(0) if self.replies else FsRequests()
+
+
+@pytest.mark.parametrize(
+    ("offered", "current", "carried"),
+    [(True, True, True), (True, False, False), (False, True, False)],
+)
+def test_with_fs_answers_the_next_poll_carries_the_listings_and_refusals(
+    case_dir: Path, offered: bool, current: bool, carried: bool
+) -> None:
+    """Carried only when the server offers `fs_answers` and the poll is still the one kept
+    parked (one superseded sends them on their own); a file's answer always goes on its own,
+    its ack awaited, and the next poll does not wait for its upload."""
+    job_run = held(make_job(["a"]))
+    job_id = job_run.job.job_id
+    asked = [
+        FsRequest(request_id="1", job_id=job_id, op="list", path="out"),
+        FsRequest(request_id="2", job_id=job_id, op="read", path="gone.txt"),
+        FsRequest(request_id="3", job_id=job_id, op="read", path="notes.txt"),
+    ]
+    client = PollClient(asked, ["fs_answers"] if offered else [])
+    session = fake_session(client, redactor=Redactor(["sk-[0-9]+"]))
+    session.running = {job_id: job_run}
+    files = CaseFiles(session)
+    files.open(job_run, case_dir)
+    fence = JobFence(job_id=job_id, lease_epoch=job_run.epoch)
+
+    async def poll() -> None:
+        task = asyncio.ensure_future(files._poll([fence]))
+        files._current = task if current else None
+        await task
+        while files._tasks:
+            await asyncio.gather(*files._tasks)
+
+    asyncio.run(poll())
+    polls = client.of("poll_case_fs_requests")
+    alone = {args["request_id"]: args for args in client.of("answer_case_fs_request")}
+    assert "blob" in alone.pop("3")
+    listing = [{"path": "out/pic.png", "size": 8, "kind": "file"}]
+
+    def entries(answer: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in entry.items() if k != "mtime"} for entry in answer["entries"]]
+
+    if carried:
+        assert len(polls) == 2 and "answers" not in polls[0] and not alone
+        first, second = sorted(polls[1]["answers"], key=lambda answer: answer["request_id"])
+        assert (first["job_id"], first["lease_epoch"]) == (job_id, job_run.epoch)
+        assert first["request_id"] == "1" and entries(first) == listing
+        assert second["request_id"] == "2" and second["error"].startswith("not_found: ")
+    else:
+        assert len(polls) == 1 and "answers" not in polls[0]
+        assert entries(alone["1"]) == listing
+        assert alone["2"]["error"].startswith("not_found: ")

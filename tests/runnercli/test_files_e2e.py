@@ -268,6 +268,49 @@ def test_a_stale_lease_is_refused_and_no_answer_is_a_504(
         assert again["accepted"] is False  # answered already
 
 
+def test_a_poll_carries_the_answers_to_what_the_last_one_took(
+    alice: Any, workspace: Any, tmp_path: Path, blob_dir: Path
+) -> None:
+    """Server feature `fs_answers`: answers carried by a poll are written before it looks,
+    fenced as `answer_case_fs_request` is (a stale lease's, a second one, refused); a poll
+    carrying none, or a malformed one, is what it was."""
+    key = _setup(alice, tmp_path, [sys.executable, "-c", "print('done')"], name="quick")
+    with daphne(tmp_path, EVERDICT_FS_ANSWER_TIMEOUT_S="20") as server:
+        paired, run = _pair_and_start(server, tmp_path, key, "quick")
+        token, files = paired["token"], f"/api/runs/{run['id']}/files"
+        hello = structured(call(server.url, token, "hello", {"protocol": 4}))
+        assert "fs_answers" in hello["features"]
+        job = structured(call(server.url, token, "lease_job", {"protocol": 3}))["job"]
+        fence = {"job_id": job["job_id"], "lease_epoch": job["lease_epoch"]}
+        poll = {"job_ids": [fence], "wait_ms": 0}
+
+        ask = call_in_background(server.url, key, files)
+        [request] = wait_for(
+            "the request taken",
+            lambda: structured(call(server.url, token, "poll_case_fs_requests", poll))["requests"],
+        )
+        entries = [{"path": "a.txt", "size": 1, "kind": "file", "mtime": 0.0}]
+        answer = {**fence, "request_id": request["request_id"], "entries": entries}
+        stale = {**answer, "lease_epoch": fence["lease_epoch"] + 1}
+        both = {**answer, "error": "not_found: no"}
+        for wrong in (stale, both):
+            reply = call(server.url, token, "poll_case_fs_requests", {**poll, "answers": [wrong]})
+            assert structured(reply) == {"requests": []}
+        assert CaseFsRequest.objects.get().answered_at is None
+        unknown = {**answer, "blob": {"sha256": "a" * 64, "size": 1}}
+        reply = call(server.url, token, "poll_case_fs_requests", {**poll, "answers": [unknown]})
+        assert reply.is_error
+        assert CaseFsRequest.objects.get().answered_at is None
+
+        reply = call(server.url, token, "poll_case_fs_requests", {**poll, "answers": [answer]})
+        assert structured(reply) == {"requests": []}
+        status, body = ask.result(timeout=30)
+        assert status == 200 and json.loads(body)["entries"] == entries
+        assert not CaseFsRequest.objects.exists()
+        again = structured(call(server.url, token, "answer_case_fs_request", answer))
+        assert again["accepted"] is False  # answered already
+
+
 def call_in_background(base_url: str, key: str, path: str) -> Any:
     def ask() -> tuple[int, bytes]:
         status, _, body = fetch(base_url, path, key, key="dir/c0")

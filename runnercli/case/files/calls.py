@@ -7,15 +7,24 @@ from collections.abc import Sequence
 from typing import Any
 
 from runnercli.client.calls import RunnerClient
-from runnercli.protocol import Ack, BlobRef, FsEntry, FsRequests, JobFence
+from runnercli.protocol import Ack, BlobRef, FsEntry, FsPosted, FsRequests, JobFence
+
+# The server's feature: a poll may carry the answers to what the last one took.
+FS_ANSWERS = "fs_answers"
 
 
 async def poll_case_fs_requests(
-    client: RunnerClient, fences: Sequence[JobFence], wait_ms: int
+    client: RunnerClient,
+    fences: Sequence[JobFence],
+    wait_ms: int,
+    answers: Sequence[FsPosted] = (),
 ) -> FsRequests:
-    """The requests for these jobs' files, waiting up to `wait_ms` for one."""
+    """The requests for these jobs' files, waiting up to `wait_ms` for one; `answers` (a
+    server with `fs_answers` only) written first."""
     wait_ms = max(0, min(wait_ms, client.limits.max_wait_ms))
-    args = {"job_ids": [fence.model_dump() for fence in fences], "wait_ms": wait_ms}
+    args: dict[str, Any] = {"job_ids": [fence.model_dump() for fence in fences], "wait_ms": wait_ms}
+    if answers:
+        args["answers"] = [answer.model_dump(exclude_none=True) for answer in answers]
     return await client.call("poll_case_fs_requests", args, FsRequests, wait_s=wait_ms / 1000)
 
 

@@ -10,6 +10,11 @@ file over `max_artifact_bytes` refused from its metadata before any byte is read
 with the member's `redact` patterns, the content uploaded as a blob of the job's workspace,
 then the answer sent. With `--no-files` every request is answered with an error: the member
 keeps the files here.
+
+When the server offers `fs_answers`, a poll that took requests waits for their listings and
+refusals and carries them in the next poll it sends (one call answers and parks again); a
+file's answer, sent once its upload is done and its ack awaited, goes on its own, and so does
+any answer whose poll was superseded or cancelled meanwhile.
 """
 
 from __future__ import annotations
@@ -24,9 +29,9 @@ from typing import Any
 from runnercli.case.artifacts.globs import media_type
 from runnercli.case.artifacts.upload import UploadRefused, upload
 from runnercli.case.confine import ConfineError, Listing, describe, list_dir, read_file
-from runnercli.case.files.calls import answer_case_fs_request, poll_case_fs_requests
+from runnercli.case.files.calls import FS_ANSWERS, answer_case_fs_request, poll_case_fs_requests
 from runnercli.client import RunnerError, ServerUnavailable
-from runnercli.protocol import MAX_FS_ENTRIES, BlobRef, FsEntry, FsRequest, JobFence
+from runnercli.protocol import MAX_FS_ENTRIES, BlobRef, FsEntry, FsPosted, FsRequest, JobFence
 from runnercli.protocol.world import fs_error
 from runnercli.session import JobRun, Session
 
@@ -47,6 +52,38 @@ KEPT_HERE = "the member keeps this case's files on their machine (the runner run
 CASE_OVER = "the case is over: its files are no longer here (its artifacts are on the case page)"
 
 
+class _Outbox:
+    """The answers to one poll's requests that the next poll carries: each request's answer
+    is put here, or let go (sent on its own); `settled` once none is pending."""
+
+    def __init__(self, requests: list[FsRequest]) -> None:
+        self.pending = {request.request_id for request in requests}
+        self.posts: list[FsPosted] = []
+        self.open = True
+        self.settled = asyncio.Event()
+        self._check()
+
+    def put(self, post: FsPosted) -> bool:
+        if not self.open:
+            return False
+        self.posts.append(post)
+        self.let_go(post.request_id)
+        return True
+
+    def let_go(self, request_id: str) -> None:
+        self.pending.discard(request_id)
+        self._check()
+
+    def close(self) -> list[FsPosted]:
+        """What it holds, no longer taking any."""
+        self.open, posts, self.posts = False, self.posts, []
+        return posts
+
+    def _check(self) -> None:
+        if not self.pending:
+            self.settled.set()
+
+
 class CaseFiles:
     """The jobs whose working directory may be read now, and the poll that serves them."""
 
@@ -57,6 +94,8 @@ class CaseFiles:
         # `Files` stage opens it, and closes it before the directory goes).
         self.workdirs: dict[int, Path] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        # The poll the loop keeps parked now (one superseded carries no answers).
+        self._current: asyncio.Task[None] | None = None
 
     def open(self, job_run: JobRun, workdir: Path) -> None:
         self.workdirs[job_run.job.job_id] = workdir
@@ -109,6 +148,7 @@ class CaseFiles:
                     # another replica) is cancelled, never left parked.
                     loop.call_later(GRACE_S, poll.cancel)
                 poll, polled, began = self._spawn(self._poll(fences)), _pairs(fences), loop.time()
+                self._current = poll
                 await self._until_changed_or(poll)
         finally:
             for task in list(self._tasks):
@@ -133,27 +173,84 @@ class CaseFiles:
         return task
 
     async def _poll(self, fences: list[JobFence]) -> None:
+        """Poll; with `fs_answers`, while this is the poll kept parked, poll again at once
+        carrying the answers to what it took."""
+        outbox: _Outbox | None = None
         try:
-            reply = await poll_case_fs_requests(self.session.client, fences, POLL_WAIT_MS)
-        except ServerUnavailable:
-            await asyncio.sleep(RETRY_S)
-            return
-        except RunnerError:
-            await asyncio.sleep(REFUSED_RETRY_S)
-            return
-        for request in reply.requests:
-            self._spawn(self.answer(request))
+            while True:
+                posts = outbox.close() if outbox is not None else []
+                outbox = None
+                try:
+                    reply = await poll_case_fs_requests(
+                        self.session.client, fences, POLL_WAIT_MS, posts
+                    )
+                except ServerUnavailable:
+                    await asyncio.sleep(RETRY_S)
+                    return
+                except RunnerError:
+                    await asyncio.sleep(REFUSED_RETRY_S)
+                    return
+                if reply.requests and FS_ANSWERS in self.session.client.server_features:
+                    outbox = _Outbox(reply.requests)
+                for request in reply.requests:
+                    self._spawn(self.answer(request, outbox))
+                if outbox is None:
+                    return
+                await outbox.settled.wait()
+                if asyncio.current_task() is not self._current:
+                    return
+        finally:
+            # Answers no poll will carry go on their own.
+            for post in outbox.close() if outbox is not None else []:
+                self._spawn(self._send(post))
 
-    async def answer(self, request: FsRequest) -> None:
-        """Answer one request (a failure to reach the server leaves the page to time out)."""
-        job_run = self.session.running.get(request.job_id)
-        if job_run is None:
-            return  # not held any more: the server refuses any answer for it
-        fence = JobFence(job_id=request.job_id, lease_epoch=job_run.epoch)
+    async def _send(self, post: FsPosted) -> None:
+        fence = JobFence(job_id=post.job_id, lease_epoch=post.lease_epoch)
         with contextlib.suppress(RunnerError):
-            await self._answer(request, job_run, fence)
+            await answer_case_fs_request(
+                self.session.client,
+                fence,
+                post.request_id,
+                entries=post.entries,
+                error=post.error,
+            )
 
-    async def _answer(self, request: FsRequest, job_run: JobRun, fence: JobFence) -> None:
+    async def answer(self, request: FsRequest, outbox: _Outbox | None = None) -> None:
+        """Answer one request (a failure to reach the server leaves the page to time out):
+        a listing or a refusal put in `outbox` when it is given and open, else sent."""
+        try:
+            job_run = self.session.running.get(request.job_id)
+            if job_run is None:
+                return  # not held any more: the server refuses any answer for it
+            fence = JobFence(job_id=request.job_id, lease_epoch=job_run.epoch)
+            with contextlib.suppress(RunnerError):
+                await self._answer(request, job_run, fence, outbox)
+        finally:
+            if outbox is not None:
+                outbox.let_go(request.request_id)
+
+    async def _reply(
+        self,
+        fence: JobFence,
+        request: FsRequest,
+        outbox: _Outbox | None,
+        *,
+        entries: list[FsEntry] | None = None,
+        error: str | None = None,
+    ) -> None:
+        post = FsPosted(
+            job_id=fence.job_id,
+            lease_epoch=fence.lease_epoch,
+            request_id=request.request_id,
+            entries=entries,
+            error=error[:500] if error is not None else None,
+        )
+        if outbox is None or not outbox.put(post):
+            await self._send(post)
+
+    async def _answer(
+        self, request: FsRequest, job_run: JobRun, fence: JobFence, outbox: _Outbox | None
+    ) -> None:
         client, workdir = self.session.client, self.workdirs.get(request.job_id)
         if self.session.options.no_files:
             error = fs_error("kept", KEPT_HERE)
@@ -164,8 +261,10 @@ class CaseFiles:
                 found = await asyncio.to_thread(self._read, workdir, request)
                 if isinstance(found, Listing):
                     entries = [FsEntry(**entry.to_dict()) for entry in found.entries]
-                    await answer_case_fs_request(client, fence, request.request_id, entries=entries)
+                    await self._reply(fence, request, outbox, entries=entries)
                     return
+                if outbox is not None:
+                    outbox.let_go(request.request_id)  # a file's answer waits for its ack
                 blob = await self._upload(fence, request.path, found)
                 ack = await answer_case_fs_request(client, fence, request.request_id, blob=blob)
                 if ack.accepted:
@@ -179,7 +278,7 @@ class CaseFiles:
                 error = fs_error(exc.reason, str(exc))  # type: ignore[arg-type]
             except UploadRefused as exc:
                 error = fs_error("refused", f"the server refused the file: {exc}")
-        await answer_case_fs_request(client, fence, request.request_id, error=error)
+        await self._reply(fence, request, outbox, error=error)
 
     def _read(self, workdir: Path, request: FsRequest) -> Listing | bytes:
         """A directory's listing or a file's content (redacted when it is text)."""
