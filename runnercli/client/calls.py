@@ -113,11 +113,23 @@ class RunnerClient:
         hello = await self.call("hello", args, Hello)
         self.limits = hello.limits
         self.server_features = list(hello.features)
+        if self._raw is None and self.offers("raw_upload"):
+            # Made now rather than at the first chunk: loading the TLS trust store takes
+            # tens of milliseconds of CPU, which the first upload would wait for.
+            self._raw = self._raw_client()
         return hello
 
     def offers(self, feature: str) -> bool:
         """Whether this runner and the server both do `feature` (`raw_upload`)."""
         return feature in self.features and feature in self.server_features
+
+    def _raw_client(self) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(
+            base_url=self.site,
+            headers=self._headers,
+            timeout=self._timeout,
+            limits=self._limits,
+        )
 
     async def raw(
         self, method: str, path: str, *, content: bytes = b"", headers: dict[str, str] | None = None
@@ -125,12 +137,7 @@ class RunnerClient:
         """A plain HTTP request to a path of the site with this runner's token (a raw
         upload's chunk); ServerUnavailable when it gets no answer."""
         if self._raw is None:
-            self._raw = httpx2.AsyncClient(
-                base_url=self.site,
-                headers=self._headers,
-                timeout=self._timeout,
-                limits=self._limits,
-            )
+            self._raw = self._raw_client()
         try:
             return await self._raw.request(
                 method, path, content=content or None, headers=headers or {}
