@@ -169,21 +169,27 @@ def blob_put_received(
     return ack
 
 
-def _stage_received(
-    workspace_id: int, sha256: str, upload: BlobUpload | None, offset: int, received: Received
-) -> BlobAck:
-    chunks = upload.chunks if upload is not None else []
-    if len(chunks) >= MAX_UPLOAD_CHUNKS:
+def _chunks_full(upload: BlobUpload | None, stored: int) -> BlobAck | None:
+    """The refusal of one more chunk to an upload that holds `MAX_UPLOAD_CHUNKS`, if it does."""
+    if upload is not None and len(upload.chunks) >= MAX_UPLOAD_CHUNKS:
         return BlobAck(
             accepted=False,
             reason=f"more than {MAX_UPLOAD_CHUNKS} chunks: send larger ones",
-            stored=offset,
+            stored=stored,
         )
+    return None
+
+
+def _stage_received(
+    workspace_id: int, sha256: str, upload: BlobUpload | None, offset: int, received: Received
+) -> BlobAck:
+    if (full := _chunks_full(upload, offset)) is not None:
+        return full
+    before = [str(chunk) for chunk, _ in upload.chunks] if upload is not None else []
     storage = blob_storage()
     name = storage.save(chunk_key(workspace_id, sha256, offset), Moved(received.path or ""))
     if _record(workspace_id, sha256, upload, name, received.size):
         metrics.BLOB_BYTES.inc(received.size)
-        before = [str(chunk) for chunk, _ in chunks]
         running_keep(workspace_id, sha256, [*before, name], received.digest)
         return BlobAck(accepted=True, stored=offset + received.size)
     storage.delete(name)
@@ -250,13 +256,8 @@ def _append(
         return _misplaced(offset, received)
     if not data.size:
         return BlobAck(accepted=True, stored=received)
-    chunks = upload.chunks if upload is not None else []
-    if len(chunks) >= MAX_UPLOAD_CHUNKS:
-        return BlobAck(
-            accepted=False,
-            reason=f"more than {MAX_UPLOAD_CHUNKS} chunks: send larger ones",
-            stored=received,
-        )
+    if (full := _chunks_full(upload, received)) is not None:
+        return full
     storage = blob_storage()
     name = storage.save(chunk_key(workspace_id, sha256, offset), _Pieces(data))
     if _record(workspace_id, sha256, upload, name, data.size):
