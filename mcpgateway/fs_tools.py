@@ -23,10 +23,10 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from pydantic import Field
 
-from core.errors import Invalid
+from core.errors import Invalid, ServiceError
 from mcpgateway.artifact_tools import MAX_ARTIFACT_CONTENT_BYTES, RunId
 from mcpgateway.auth import current_principal
-from mcpgateway.calls import in_thread
+from mcpgateway.calls import in_thread, tool_error
 from runnercli.protocol import (
     MAX_JOBS_PER_LEASE,
     MAX_WAIT_MS,
@@ -42,14 +42,15 @@ from runnercli.protocol.world import MAX_FS_POSTED
 from runners import metrics, wakeup
 from runners.queue.longpoll import cancel_once
 from scorecards.blobs.services import blob_open
+from scorecards.files.awaiting import fs_answer_aget
 from scorecards.files.replies import CaseFileContent, CaseFiles
-from scorecards.files.services import (
-    fs_answer_get,
+from scorecards.files.runner import (
     fs_request_answer,
     fs_requests_give_back,
     fs_requests_post,
 )
-from scorecards.files.services import fs_requests_take as take
+from scorecards.files.runner import fs_requests_take as take
+from scorecards.files.services import FsAnswer
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -182,12 +183,15 @@ async def answer_case_fs_request(
     )
 
 
-def _listing(user: User, run_id: int, key: str, path: str) -> CaseFiles:
-    return CaseFiles.of(fs_answer_get(user=user, run_id=run_id, key=key, op="list", path=path))
+async def _answer(user: User, run_id: int, key: str, op: str, path: str) -> FsAnswer:
+    # Awaited on the loop: a tool waiting for a runner holds no thread of the pool.
+    try:
+        return await fs_answer_aget(user=user, run_id=run_id, key=key, op=op, path=path)
+    except ServiceError as exc:
+        raise tool_error(exc) from exc
 
 
-def _file(user: User, run_id: int, key: str, path: str) -> CaseFileContent:
-    answer = fs_answer_get(user=user, run_id=run_id, key=key, op="read", path=path)
+def _content(answer: FsAnswer) -> CaseFileContent:
     if answer.blob is None:
         raise Invalid({"path": [f"{answer.path!r} is a directory: list it with list_case_files."]})
     with blob_open(answer.blob) as handle:
@@ -200,14 +204,15 @@ async def list_case_files(run_id: RunId, key: str, path: str = "") -> CaseFiles:
     """A directory of a running case's working directory (its top by default), as its runner
     sees it now: each entry's path, size, kind and mtime."""
     user = current_principal().require_user("list_case_files")
-    return await in_thread(_listing, user=user, run_id=run_id, key=key, path=path)
+    return CaseFiles.of(await _answer(user, run_id, key, "list", path))
 
 
 async def read_case_file(run_id: RunId, key: str, path: str) -> CaseFileContent:
     """A file of a running case, read by its runner now: text as text, anything else as
     base64 — the first MiB of it (`truncated` says there is more, at `url`)."""
     user = current_principal().require_user("read_case_file")
-    return await in_thread(_file, user=user, run_id=run_id, key=key, path=path)
+    answer = await _answer(user, run_id, key, "read", path)
+    return await in_thread(_content, answer=answer)
 
 
 FS_RUNNER_TOOLS: list[Callable[..., Any]] = [poll_case_fs_requests, answer_case_fs_request]

@@ -28,6 +28,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from typing import Protocol, TypeVar
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -172,17 +173,30 @@ hub = WakeHub()
 fs_hub = WakeHub()
 
 
+class Settable(Protocol):
+    def set(self) -> None: ...
+
+
+E = TypeVar("E", bound=Settable)
+
+
 class AnswerWaits:
-    """Page requests waiting, each in its thread, for a runner's answer, keyed by request id."""
+    """Page requests waiting for a runner's answer, keyed by request id: each on a
+    `threading.Event` in its thread, or on an event of its own (one an event loop awaits).
+
+    An answer given in the process where its request waits is handed to it here (`hand`),
+    so the waiting side need not read it back from the database."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._events: dict[int, threading.Event] = {}
+        self._events: dict[int, Settable] = {}
+        self._handed: dict[int, object] = {}
+        # Requests whose row an answer to be handed over is deleting right now.
+        self._handing: set[int] = set()
 
     @contextmanager
-    def waiting(self, request_id: int) -> Iterator[threading.Event]:
+    def waiting(self, request_id: int, answered: E) -> Iterator[E]:
         # Registered before the first read: an answer committed after it sets the event.
-        answered = threading.Event()
         with self._lock:
             self._events[request_id] = answered
         try:
@@ -190,6 +204,44 @@ class AnswerWaits:
         finally:
             with self._lock:
                 self._events.pop(request_id, None)
+                self._handed.pop(request_id, None)
+
+    def waits_here(self, request_id: int) -> bool:
+        with self._lock:
+            return request_id in self._events
+
+    @contextmanager
+    def handing(self, request_id: int) -> Iterator[None]:
+        """Around the write of an answer to be handed over (which deletes the request's row,
+        then hands it): meanwhile the waiting side, finding the row gone, waits on."""
+        with self._lock:
+            self._handing.add(request_id)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._handing.discard(request_id)
+
+    def hand(self, request_id: int, answer: object) -> bool:
+        """Give the request waiting here its answer and wake it; False when none waits."""
+        with self._lock:
+            answered = self._events.get(request_id)
+            if answered is not None:
+                self._handed[request_id] = answer
+        if answered is None:
+            return False
+        answered.set()
+        return True
+
+    def handed(self, request_id: int) -> object | None:
+        """The answer handed to this request, taken (None when none was)."""
+        with self._lock:
+            return self._handed.pop(request_id, None)
+
+    def coming(self, request_id: int) -> bool:
+        """Whether an answer is being handed to this request, or was and is not taken yet."""
+        with self._lock:
+            return request_id in self._handing or request_id in self._handed
 
     def wake(self, request_ids: Iterable[int]) -> None:
         with self._lock:

@@ -3,12 +3,15 @@ takes the request from its parked `poll_case_fs_requests` and answers it.
 
 A request is bound to the job's lease at the epoch it was asked under: asked only of a job
 leased now, handed only to that lease's holder, answered only by it. The page's side waits
-for the answer (`EVERDICT_FS_ANSWER_TIMEOUT_S`, 30 s), woken by the answer's notification
-and reading the row, so an answer given to any replica is seen by the one that waits.
+for the answer (`EVERDICT_FS_ANSWER_TIMEOUT_S`, 30 s): an answer given in the process where
+it waits is handed to it in memory; one given to another replica wakes it by its
+notification and is read from the row, so an answer given to any replica is seen.
 
 Each step on the way is one statement: the ask (an INSERT … SELECT of the running job, with
 its `pg_notify`), the take (an UPDATE … RETURNING), the answer (an UPDATE … RETURNING that
-checks the lease, with its `pg_notify`) and the read (a DELETE … RETURNING). On PostgreSQL
+checks the lease, with its `pg_notify`) and the read (a DELETE … RETURNING) — or, when the
+page waits in the answering process, the answer and the read in one (a DELETE … RETURNING
+that checks the lease; the answer handed over). The runner's steps are in `runner`. On PostgreSQL
 they commit without waiting for the WAL flush (`synchronous_commit` off for that statement
 alone): these rows live for the length of one page request, and a crash that lost the last
 of them loses only requests whose page gets its 504 and asks again.
@@ -18,9 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -28,26 +29,19 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from core.errors import Conflict, Forbidden, Invalid, NoAnswer, NotFound
-from core.fields import ascii_int, query_int
+from core.fields import query_int
 from runnercli.protocol import (
-    Ack,
-    BlobRef,
     CasePathError,
-    FsEntry,
-    FsPosted,
-    FsRequest,
     check_case_path,
 )
 from runnercli.protocol.world import fs_error_reason
-from runners.models import JobStatus, Runner, RunnerJob
+from runners.models import JobStatus, RunnerJob
 from runners.wakeup import (
-    FS_ANSWER_CHANNEL,
     FS_CHANNEL,
     answers,
     fs_hub,
     notify_fs_runners,
 )
-from scorecards.blobs.services import blob_held, lease_workspace
 from scorecards.files.models import CaseFsRequest, FsOp
 from scorecards.links import key_may_exist
 from scorecards.models import Membership, Run
@@ -73,6 +67,18 @@ class FsAnswer:
 
     run_id: int
     key: str
+    op: str
+    path: str
+    entries: list[dict[str, Any]] | None
+    blob: Blob | None
+    media_type: str
+    error: str
+
+
+@dataclass(frozen=True)
+class FsHanded:
+    """An answer handed to the request waiting in this process (its row deleted)."""
+
     op: str
     path: str
     entries: list[dict[str, Any]] | None
@@ -112,7 +118,7 @@ def _leased_job(run: Run, key: str, repeat: str | int | None) -> RunnerJob:
 
 
 # The columns' ranges (ids; epochs and repeats): a value outside names no row.
-_BIGINT, _EPOCH = 2**63, 2**31
+BIGINT, EPOCH = 2**63, 2**31
 
 
 def _running_job_sql(
@@ -126,9 +132,9 @@ def _running_job_sql(
         number = query_int("repeat", repeat)
     except Invalid:
         return None
-    if not key_may_exist(key) or not 0 < run_id < _BIGINT:
+    if not key_may_exist(key) or not 0 < run_id < BIGINT:
         return None
-    if number is not None and not 0 <= number < _EPOCH:
+    if number is not None and not 0 <= number < EPOCH:
         return None
     jobs, runs, members = (m._meta.db_table for m in (RunnerJob, Run, Membership))
     sql = (
@@ -156,11 +162,11 @@ class FsAsked:
     key: str
 
 
-def _pg() -> bool:
+def on_postgres() -> bool:
     return connection.vendor == "postgresql"
 
 
-def _async_commit() -> str:
+def async_commit() -> str:
     """A select-list item that lets this statement's transaction commit without waiting for
     the WAL flush (see the module's docstring) — only when it is a transaction of its own."""
     if connection.in_atomic_block:
@@ -203,7 +209,7 @@ def _insert(jobs: tuple[str, list[Any]] | None, op: str, path: str) -> tuple[int
         return None
     select, params = jobs
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    if not _pg():
+    if not on_postgres():
         with connection.cursor() as cursor:
             cursor.execute(select, params)
             job = cursor.fetchone()
@@ -219,7 +225,7 @@ def _insert(jobs: tuple[str, list[Any]] | None, op: str, path: str) -> tuple[int
         "SELECT j.pk, j.lease_epoch, %s, %s, %s, '', '' FROM j "
         "RETURNING id, job_id, lease_epoch) "
         "SELECT made.id, made.job_id, made.lease_epoch, j.leased_by_id, "
-        f"pg_notify(%s, j.leased_by_id::text) IS NULL, {_async_commit()} "
+        f"pg_notify(%s, j.leased_by_id::text) IS NULL, {async_commit()} "
         "FROM made JOIN j ON j.pk = made.job_id"
     )
     with connection.cursor() as cursor:
@@ -234,36 +240,78 @@ def _insert(jobs: tuple[str, list[Any]] | None, op: str, path: str) -> tuple[int
 
 def fs_request_wait(*, request: FsAsked, timeout_s: float | None = None) -> FsAnswer:
     """The runner's answer to `request`; NoAnswer (504) when none came in time."""
-    with answers.waiting(request.pk) as answered:
-        return _wait(request, answered, answer_timeout_s() if timeout_s is None else timeout_s)
+    wait = FsWait.start(request, timeout_s)
+    with answers.waiting(request.pk, threading.Event()) as answered:
+        while True:
+            woken = answered.wait(wait.next_wait())
+            answered.clear()
+            answer = wait.handed() or wait.look(woken=woken)
+            if answer is not None:
+                return answer
 
 
-def _wait(request: FsAsked, answered: threading.Event, timeout_s: float) -> FsAnswer:
-    deadline = time.monotonic() + timeout_s
-    lease_checked = time.monotonic()
-    while True:
-        # Woken by the answer (given here, or announced by PostgreSQL); read anyway now and
-        # then, for an answer whose notification did not reach this process.
-        remaining = deadline - time.monotonic()
-        woken = answered.wait(max(0.0, min(_FALLBACK_READ_S, remaining)))
-        answered.clear()
-        row = _read_answer(request.pk)
+@dataclass
+class FsWait:
+    """The page's side of one request: when to look for its answer, and what a look finds.
+    Woken by the answer (given here, or announced by PostgreSQL), it looks at once; without
+    a wake-up, every `_FALLBACK_READ_S`, for an answer whose notification did not reach
+    this process."""
+
+    request: FsAsked
+    deadline: float
+    lease_checked: float
+
+    @classmethod
+    def start(cls, request: FsAsked, timeout_s: float | None = None) -> FsWait:
+        now = time.monotonic()
+        return cls(request, now + (answer_timeout_s() if timeout_s is None else timeout_s), now)
+
+    def next_wait(self) -> float:
+        """How long to wait for a wake-up before the next look."""
+        return max(0.0, min(_FALLBACK_READ_S, self.deadline - time.monotonic()))
+
+    def handed(self) -> FsAnswer | None:
+        """The answer handed over in this process, if it was (no database read)."""
+        handed = answers.handed(self.request.pk)
+        if not isinstance(handed, FsHanded):
+            return None
+        return FsAnswer(
+            run_id=self.request.run_id,
+            key=self.request.key,
+            op=handed.op,
+            path=handed.path,
+            entries=handed.entries,
+            blob=handed.blob,
+            media_type=handed.media_type or "application/octet-stream",
+            error=handed.error,
+        )
+
+    def look(self, *, woken: bool) -> FsAnswer | None:
+        """The answer, read (and its row deleted) if it came; None to wait again. NoAnswer
+        past the deadline or when the request went with its job; Conflict when the lease
+        ended meanwhile."""
+        pk = self.request.pk
+        row = _read_answer(pk)
+        handed = self.handed()  # handed over while it read
+        if handed is not None:
+            return handed
         if row is not None:
-            return _answer(request, row)
-        if time.monotonic() >= deadline:
-            break
-        if woken:
-            continue
-        if not CaseFsRequest.objects.filter(pk=request.pk).exists():
-            break  # gone with its job
-        if time.monotonic() - lease_checked >= _LEASE_CHECK_S:
-            lease_checked = time.monotonic()
-            _still_leased(request)
-    CaseFsRequest.objects.filter(pk=request.pk, answered_at__isnull=True).delete()
-    raise NoAnswer(
-        f"The runner did not answer within {answer_timeout_s():g} s: it may be busy, asleep "
-        "or offline. Try again."
-    )
+            return _answer(self.request, row)
+        if time.monotonic() < self.deadline:
+            if woken:
+                return None
+            if CaseFsRequest.objects.filter(pk=pk).exists():  # not gone with its job
+                if time.monotonic() - self.lease_checked >= _LEASE_CHECK_S:
+                    self.lease_checked = time.monotonic()
+                    _still_leased(self.request)
+                return None
+            if answers.coming(pk):  # gone with its answer, handed over now
+                return self.handed()
+        CaseFsRequest.objects.filter(pk=pk, answered_at__isnull=True).delete()
+        raise NoAnswer(
+            f"The runner did not answer within {answer_timeout_s():g} s: it may be busy, "
+            "asleep or offline. Try again."
+        )
 
 
 def _read_answer(pk: int) -> CaseFsRequest | None:
@@ -274,7 +322,7 @@ def _read_answer(pk: int) -> CaseFsRequest | None:
     rows = CaseFsRequest.objects.raw(
         f"DELETE FROM {table} WHERE id = %s AND answered_at IS NOT NULL "
         "RETURNING id, job_id, lease_epoch, op, path, entries, blob_id, media_type, error"
-        f"{', ' + _async_commit() if _pg() else ''}",
+        f"{', ' + async_commit() if on_postgres() else ''}",
         [pk],
     )
     found = list(rows)
@@ -306,147 +354,6 @@ def _answer(request: FsAsked, row: CaseFsRequest) -> FsAnswer:
     )
 
 
-def fs_requests_take(*, runner: Runner, fences: Sequence[tuple[int, int]]) -> list[FsRequest]:
-    """The open requests (at most 100, oldest first) for the jobs this runner holds at these
-    epochs, marked as taken — in one statement (a poll usually finds none)."""
-    wanted = sorted({(j, e) for j, e in fences if 0 < j < _BIGINT and 0 <= e < _EPOCH})
-    if not wanted:
-        return []
-    table, jobs = CaseFsRequest._meta.db_table, RunnerJob._meta.db_table
-    cutoff = timezone.now() - timedelta(seconds=answer_timeout_s())
-    adapt = connection.ops.adapt_datetimefield_value
-    pairs = " OR ".join(["(r.job_id = %s AND r.lease_epoch = %s)"] * len(wanted))
-    # Taken once: two polls of one runner (the old one still parked while a fresh one takes
-    # over) never both answer a request (the second finds `taken_at` set).
-    sql = (
-        f"UPDATE {table} SET taken_at = %s WHERE taken_at IS NULL AND id IN ("
-        f"SELECT r.id FROM {table} r JOIN {jobs} j ON j.id = r.job_id "
-        f"WHERE ({pairs}) AND j.status = %s AND j.leased_by_id = %s "
-        "AND j.lease_epoch = r.lease_epoch AND r.answered_at IS NULL "
-        "AND r.taken_at IS NULL AND r.created_at >= %s ORDER BY r.id LIMIT 100) "
-        f"RETURNING id, job_id, op, path{', ' + _async_commit() if _pg() else ''}"
-    )
-    params = [adapt(timezone.now()), *(x for pair in wanted for x in pair)]
-    params += [JobStatus.LEASED, runner.pk, adapt(cutoff)]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = sorted(row[:4] for row in cursor.fetchall())
-    return [
-        FsRequest(request_id=str(pk), job_id=job_id, op=op, path=path)
-        for pk, job_id, op, path in rows
-    ]
-
-
-def fs_requests_give_back(*, requests: Sequence[FsRequest]) -> None:
-    """Requests taken by a poll whose caller had gone: open again for its next poll."""
-    with transaction.atomic():
-        CaseFsRequest.objects.filter(
-            pk__in=[ascii_int(r.request_id) for r in requests], answered_at__isnull=True
-        ).update(taken_at=None)
-
-
-def fs_request_answer(
-    *,
-    runner: Runner,
-    job_id: int,
-    lease_epoch: int,
-    request_id: str,
-    entries: Sequence[FsEntry] | None = None,
-    blob: BlobRef | None = None,
-    error: str | None = None,
-) -> Ack:
-    """The runner's answer: accepted only from the lease's current holder, for a request of
-    that lease still open, naming a blob of the job's workspace within the artifact limit."""
-    if sum(x is not None for x in (entries, blob, error)) != 1:
-        return Ack(accepted=False, reason="answer with exactly one of entries, blob or error")
-    pk = ascii_int(request_id)
-    write = _answer_write(runner, job_id, lease_epoch, entries, error)
-    # A listing or an error while the lease stands: one statement.
-    if blob is None and pk is not None and write(pk, None):
-        return Ack(accepted=True)
-    workspace_id, why = lease_workspace(
-        runner=runner, job_id=job_id, lease_epoch=lease_epoch, call="answer_case_fs_request"
-    )
-    if workspace_id is None:
-        return Ack(accepted=False, reason=why)
-    held = None
-    if blob is not None:
-        if blob.size > settings.EVERDICT_MAX_ARTIFACT_BYTES:
-            return Ack(accepted=False, reason="the file is over max_artifact_bytes")
-        held = blob_held(workspace=workspace_id, sha256=blob.sha256, size=blob.size)
-        if held is None:
-            return Ack(accepted=False, reason=f"blob {blob.sha256} was not uploaded")
-    if pk is None or not write(pk, (held, blob.media_type if blob is not None else "")):
-        return Ack(accepted=False, reason=f"no open request {request_id} for this lease")
-    return Ack(accepted=True)
-
-
-def fs_requests_post(*, runner: Runner, answers: Sequence[FsPosted]) -> list[Ack]:
-    """Answers carried by a runner's poll (server feature `fs_answers`), each written as
-    `fs_request_answer` writes it: a listing or an error, fenced alike."""
-    return [
-        fs_request_answer(
-            runner=runner,
-            job_id=answer.job_id,
-            lease_epoch=answer.lease_epoch,
-            request_id=answer.request_id,
-            entries=answer.entries,
-            error=answer.error,
-        )
-        for answer in answers
-    ]
-
-
-def _answer_write(
-    runner: Runner,
-    job_id: int,
-    lease_epoch: int,
-    entries: Sequence[FsEntry] | None,
-    error: str | None,
-) -> Callable[[int, tuple[Blob | None, str] | None], bool]:
-    """Writes the answer to an open request of this lease while the runner holds it, and
-    wakes the page waiting for it: one statement (its notification included on PostgreSQL)."""
-
-    def write(pk: int, blob: tuple[Blob | None, str] | None) -> bool:
-        held, media_type = blob or (None, "")
-        table, jobs = CaseFsRequest._meta.db_table, RunnerJob._meta.db_table
-        listing = [e.model_dump() for e in entries] if entries is not None else None
-        notify = ""
-        params: list[Any] = [
-            connection.ops.adapt_datetimefield_value(timezone.now()),
-            CaseFsRequest._meta.get_field("entries").get_db_prep_save(listing, connection),
-            held.pk if held is not None else None,
-            media_type,
-            (error or "")[:500],
-            pk,
-            job_id,
-            lease_epoch,
-            job_id,
-            JobStatus.LEASED,
-            runner.pk,
-            lease_epoch,
-        ]
-        if _pg():
-            notify = f", pg_notify(%s, id::text) IS NULL, {_async_commit()}"
-            params.append(FS_ANSWER_CHANNEL)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {table} SET answered_at = %s, entries = %s, blob_id = %s, "
-                "media_type = %s, error = %s "
-                "WHERE id = %s AND job_id = %s AND lease_epoch = %s AND answered_at IS NULL "
-                f"AND EXISTS (SELECT 1 FROM {jobs} WHERE id = %s AND status = %s "
-                "AND leased_by_id = %s AND lease_epoch = %s) "
-                f"RETURNING id{notify}",
-                params,
-            )
-            written = cursor.fetchone() is not None
-        if written:
-            transaction.on_commit(lambda: answers.wake([pk]))
-        return written
-
-    return write
-
-
 def _raise_refusal(answer: FsAnswer) -> None:
     reason, message = fs_error_reason(answer.error), answer.error
     if reason == "not_found":
@@ -464,7 +371,11 @@ def fs_answer_get(
     of a directory is answered with its listing). A refusal
     of the runner is an error of its kind (404, 403, 400); no answer in time a 504."""
     request = fs_request_ask(user=user, run_id=run_id, key=key, op=op, path=path, repeat=repeat)
-    answer = fs_request_wait(request=request)
+    return fs_answer_accepted(fs_request_wait(request=request))
+
+
+def fs_answer_accepted(answer: FsAnswer) -> FsAnswer:
+    """The answer if the runner gave one; its refusal as an error of its kind otherwise."""
     if answer.error:
         _raise_refusal(answer)
     return answer

@@ -15,15 +15,13 @@ from runners import queue
 from runners.models import RunnerJob
 from scorecards.blobs.services import blob_store
 from scorecards.files.models import CaseFsRequest
+from scorecards.files.runner import fs_request_answer, fs_requests_give_back, fs_requests_take
 from scorecards.files.services import (
     FsAsked,
     _raise_refusal,
     fs_answer_get,
-    fs_request_answer,
     fs_request_ask,
     fs_request_wait,
-    fs_requests_give_back,
-    fs_requests_take,
 )
 from scorecards.services import workspace_create
 from tests.suites import pair, start, suite
