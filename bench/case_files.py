@@ -6,7 +6,8 @@ the services, leases a job over MCP and keeps a `poll_case_fs_requests` long-pol
 it, answering each request at once with a listing (`answer_case_fs_request`), as the runner
 CLI does while a case runs. N idle runners (each a member of its own) park `lease_job`
 long-polls beside it, as in idle_runners.py. Measured: `GET /api/runs/<id>/files?key=K` —
-queued for the lease, the runner's poll woken through the hub, answered, read back —
+queued for the lease, the runner's poll woken through the hub, answered, handed to the page
+waiting on the event loop —
 sequentially, first with no idle runner, then with N parked; beside it, in the same run and
 under the same N, a `hello` round trip of the answering runner's session (the baseline).
 With the server's `fs_answers`, the answer rides on the runner's next poll (one call answers
