@@ -184,7 +184,7 @@ async def answer_case_fs_request(
 
 
 async def _answer(user: User, run_id: int, key: str, op: str, path: str) -> FsAnswer:
-    # Awaited on the loop: a tool waiting for a runner holds no thread of the pool.
+    # Awaited on the loop: a tool waiting for a runner blocks no thread of the pool.
     try:
         return await fs_answer_aget(user=user, run_id=run_id, key=key, op=op, path=path)
     except ServiceError as exc:

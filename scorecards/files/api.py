@@ -3,9 +3,8 @@ a directory's listing as JSON, a file's content served like an artifact (text an
 inline, anything else a download, nothing sniffed or run). 504 when the runner does not
 answer in time.
 
-An async view: the page's request waits for the runner on the event loop and holds no thread
-meanwhile (a sync view holds Django's thread for sync code, which the request's middleware
-also needs, for the whole wait)."""
+An async view: the page's request waits for the runner on the event loop, blocking no thread
+meanwhile (a sync view blocks the request's thread for sync code for the whole wait)."""
 
 from __future__ import annotations
 

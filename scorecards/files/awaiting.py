@@ -1,7 +1,7 @@
 """The page's side of the fs rendezvous on an event loop: the request asked and its answer
 read in a thread of the loop's pool, and the wait between them on the loop itself, so a page
-waiting for a runner holds no thread (neither Django's thread for sync views nor one of the
-pool) while the runner reads its files."""
+waiting for a runner blocks no thread (neither the request's thread for sync code nor one of
+the pool, which runners' calls need) while the runner reads its files."""
 
 from __future__ import annotations
 

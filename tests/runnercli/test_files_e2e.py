@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
 import textwrap
 import time
@@ -422,3 +423,36 @@ def test_a_runner_keeps_one_file_poll_parked_while_its_cases_come_and_go(
             wait_for("the run over", lambda: settled() == len(cases), timeout=30)
         finally:
             runner.stop()
+
+
+def test_tools_waiting_for_a_runner_leave_the_pool_to_runners_calls(
+    alice: Any, workspace: Any, tmp_path: Path, blob_dir: Path
+) -> None:
+    """More `list_case_files` calls wait than the server's pool has threads (its default:
+    cores + 4, at most 32): the runner's poll, which needs one, is served meanwhile."""
+    key = _setup(alice, tmp_path, [sys.executable, "-c", "print('done')"], name="quick")
+    waiting = min(32, (os.cpu_count() or 1) + 4) + 2
+    with daphne(tmp_path, EVERDICT_FS_ANSWER_TIMEOUT_S="60") as server:
+        paired, run = _pair_and_start(server, tmp_path, key, "quick")
+        token = paired["token"]
+        job = structured(call(server.url, token, "lease_job", {"protocol": 3}))["job"]
+        fence = {"job_id": job["job_id"], "lease_epoch": job["lease_epoch"]}
+        args = {"run_id": run["id"], "key": "dir/c0"}
+        with ThreadPoolExecutor(max_workers=waiting) as pool:
+            tools = [
+                pool.submit(call, server.url, key, "list_case_files", args) for _ in range(waiting)
+            ]
+            wait_for("the tools' requests queued", lambda: CaseFsRequest.objects.count() == waiting)
+            started = time.monotonic()
+            polled = call(server.url, token, "poll_case_fs_requests", {"job_ids": [fence]})
+            assert time.monotonic() - started < 20  # not after the tools' 60 s
+            requests = structured(polled)["requests"]
+            assert len(requests) == waiting
+            entries = [{"path": "a.txt", "size": 1, "kind": "file", "mtime": 0.0}]
+            for request in requests:
+                answer = {**fence, "request_id": request["request_id"], "entries": entries}
+                assert structured(call(server.url, token, "answer_case_fs_request", answer))[
+                    "accepted"
+                ]
+            for tool in tools:
+                assert structured(tool.result(timeout=60))["entries"] == entries

@@ -1,5 +1,5 @@
 """The page's side of the fs rendezvous awaited on an event loop (the API view and the MCP
-tools): it holds no thread while the runner reads, an answer given in its process is handed
+tools): it blocks no thread while the runner reads, an answer given in its process is handed
 to it (its row gone with the answer's write), and one given elsewhere is read back."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _serve_one(leased: dict[str, Any]) -> bool:
     return True
 
 
-def test_a_page_awaiting_its_runner_holds_no_thread_and_is_handed_the_answer(
+def test_a_page_awaiting_its_runner_blocks_no_thread_and_is_handed_the_answer(
     leased: dict[str, Any], alice: Any
 ) -> None:
     async def scenario() -> Any:
