@@ -62,7 +62,7 @@ class Leaser:
             while not session.stop.is_set() and session.fatal is None:
                 busy = {task for task in busy if not task.done()}
                 # A slot is free once its case is over, while its result is still on its way.
-                if self.slots.free <= 0:
+                if self.slots.leasable <= 0:
                     await self.slots.wait_for_one(session.stop)
                     continue
                 # After a sleep, what this runner holds is heartbeaten before it leases more;

@@ -46,6 +46,9 @@ class JobRun:
     # whether its case has started in them (a case leased beside a big one waits for room).
     slots: int = 1
     started: bool = False
+    started_at: float = 0.0
+    # Leased ahead of the slots (beside short cases): it waits for one to be over.
+    ahead: bool = False
     # A heartbeat took its lapsed lease back since the last wake-up round.
     resumed: bool = False
     # One fenced call of the job at a time, a heartbeat or a push of its log: after a sleep,
