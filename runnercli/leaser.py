@@ -1,5 +1,6 @@
-"""The leaser: long-poll `lease_job` for as many jobs as there are free slots, each job in a
-task of its own, until the runner stops.
+"""The leaser: long-poll `lease_job` for as many jobs as there are free slots (and, beside
+short cases, as many again ahead of them: `runnercli.slots`), each job in a task of its own,
+until the runner stops.
 
 After a sleep, what the runner holds is heartbeaten before it leases more; under a plan
 limit it leases nothing until the wait is over; a grant of a job whose case still runs here
