@@ -62,6 +62,11 @@ class JobRun:
         return f"run {job.run_id} case {job.case.key}"
 
     @property
+    def waiting_ahead(self) -> bool:
+        """Leased ahead, waiting for a slot: not running yet."""
+        return self.ahead and self.holds_slot and not self.started
+
+    @property
     def epoch(self) -> int:
         return self.lease.lease_epoch
 
@@ -106,7 +111,8 @@ class Session:
 
     def words(self, paused: str = "") -> str:
         """The status from the session's own state, with a pause when there is one."""
-        count = len(self.running)
+        # Jobs leased ahead that have not started are not running yet.
+        count = sum(1 for held in self.running.values() if not held.waiting_ahead)
         if self.stop.is_set():
             return f"draining, running {_jobs(count)}" if count else "stopping"
         if count:

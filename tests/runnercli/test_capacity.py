@@ -186,3 +186,17 @@ def test_once_leases_nothing_ahead() -> None:
     slots = Slots(2, lease_ahead=False)
     slots._recent.extend([0.01, 0.01])
     assert (slots.ahead, slots.leasable) == (0, 2)
+
+
+def test_a_job_leased_ahead_is_not_counted_as_running_until_it_starts() -> None:
+    async def scenario() -> None:
+        slots = Slots(1)
+        slots._recent.append(0.01)
+        running, ahead = slots.take(sized(1, 1)), slots.take(sized(1, 2))
+        await slots.start(running)
+        assert (running.waiting_ahead, ahead.waiting_ahead) == (False, True)
+        slots.give_back(running)
+        await slots.start(ahead)
+        assert not ahead.waiting_ahead
+
+    asyncio.run(scenario())
