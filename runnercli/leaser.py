@@ -1,5 +1,6 @@
-"""The leaser: long-poll `lease_job` for as many jobs as there are free slots, each job in a
-task of its own, until the runner stops.
+"""The leaser: long-poll `lease_job` for as many jobs as there are free slots (and, beside
+short cases, as many again ahead of them: `runnercli.slots`), each job in a task of its own,
+until the runner stops.
 
 After a sleep, what the runner holds is heartbeaten before it leases more; under a plan
 limit it leases nothing until the wait is over; a grant of a job whose case still runs here
@@ -62,7 +63,7 @@ class Leaser:
             while not session.stop.is_set() and session.fatal is None:
                 busy = {task for task in busy if not task.done()}
                 # A slot is free once its case is over, while its result is still on its way.
-                if self.slots.free <= 0:
+                if self.slots.leasable <= 0:
                     await self.slots.wait_for_one(session.stop)
                     continue
                 # After a sleep, what this runner holds is heartbeaten before it leases more;

@@ -46,6 +46,9 @@ class JobRun:
     # whether its case has started in them (a case leased beside a big one waits for room).
     slots: int = 1
     started: bool = False
+    started_at: float = 0.0
+    # Leased ahead of the slots (beside short cases): it waits for one to be over.
+    ahead: bool = False
     # A heartbeat took its lapsed lease back since the last wake-up round.
     resumed: bool = False
     # One fenced call of the job at a time, a heartbeat or a push of its log: after a sleep,
@@ -57,6 +60,11 @@ class JobRun:
     def title(self) -> str:
         job = self.job
         return f"run {job.run_id} case {job.case.key}"
+
+    @property
+    def waiting_ahead(self) -> bool:
+        """Leased ahead, waiting for a slot: not running yet."""
+        return self.ahead and self.holds_slot and not self.started
 
     @property
     def epoch(self) -> int:
@@ -103,7 +111,8 @@ class Session:
 
     def words(self, paused: str = "") -> str:
         """The status from the session's own state, with a pause when there is one."""
-        count = len(self.running)
+        # Jobs leased ahead that have not started are not running yet.
+        count = sum(1 for held in self.running.values() if not held.waiting_ahead)
         if self.stop.is_set():
             return f"draining, running {_jobs(count)}" if count else "stopping"
         if count:

@@ -178,8 +178,18 @@ class Jobs:
         case = CaseContext(job_run, stderr_lines=[log.add], notes=[log.add])
         log.start()
         try:
-            # Beside a case taking many slots, it waits its turn (its lease heartbeaten).
-            await self.slots.start(job_run)
+            # Beside a case taking many slots, or leased ahead, it waits its turn (its lease
+            # heartbeaten); leased ahead, it is handed back on a stop before its turn.
+            await self.slots.start(job_run, stop=session.stop if job_run.ahead else None)
+            if job_run.ahead and not job_run.started:
+                await self.delivery.release(
+                    job.job_id,
+                    job_run.epoch,
+                    "the runner is stopping",
+                    title=f"job {job.job_id}",
+                    patience_s=10.0,
+                )
+                return False
             await Pipeline(self.stages(job_run, log)).run(case)
             return case.reported
         finally:

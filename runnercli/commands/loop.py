@@ -70,7 +70,7 @@ class RunnerLoop:
         # One per runner: it serializes `git worktree` commands on each checkout.
         self.worktrees = Worktrees()
         self.services = RunnerServices(options, self.worktrees, status)
-        slots = Slots(options.slots)
+        slots = Slots(options.slots, lease_ahead=not options.once)
         self.laptop = Laptop(session, waiting=lambda: len(self.consent.waiting))
         self.traces = TraceOutbox(session, options.spool_dir)
         self.files = CaseFiles(session)

@@ -11,12 +11,17 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import datetime
+from functools import cache
+from typing import Any
 
-from django.db import transaction
-from django.db.models import Q, Subquery
+from django.contrib.auth import get_user_model
+from django.db import connections, transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from core import prebuilt
 from core.errors import Invalid
+from core.prebuilt import insert_many
 from runnercli.protocol import (
     MAX_RESULTS_BYTES_PER_CALL,
     Ack,
@@ -27,7 +32,7 @@ from runners import queue
 from runners.models import Runner, RunnerJob
 from scorecards import lifecycle
 from scorecards.lifecycle import LANES, Read, Stored
-from scorecards.models import Case, EventLevel, Run, RunStatus, Verdict
+from scorecards.models import Case, EventLevel, HarnessVersion, Run, RunStatus, Verdict
 from scorecards.models import CaseResult as CaseResultRow
 from scorecards.scoring import Grade
 from scorecards.selectors.results import last_result_seq
@@ -43,17 +48,62 @@ def _result_digest(result: CaseResult) -> str:
     return hashlib.sha256(result.model_dump_json().encode()).hexdigest()
 
 
+@cache
+def _locked_runs_sql(alias: str, count: int) -> tuple[str, tuple[prebuilt.Columns, ...]]:
+    """The runs of `count` jobs with their harness versions and submitters, locked in id
+    order: SQL built once per process and count."""
+    connection = connections[alias]
+    user_model = get_user_model()
+    parts = (
+        prebuilt.columns(Run, alias),
+        prebuilt.columns(HarnessVersion, alias),
+        prebuilt.columns(user_model, alias),
+    )
+    selected = ", ".join(
+        name
+        for part, table_alias in zip(parts, ("r", "hv", "u"), strict=True)
+        for name in part.select(table_alias, alias)
+    )
+
+    def col(model: Any, name: str, table_alias: str) -> str:
+        return f"{table_alias}.{prebuilt.column(model, name, alias)}"
+
+    marks = ", ".join(["%s"] * count)
+    sql = (
+        f"SELECT {selected} FROM {prebuilt.table(Run, alias)} r "
+        f"JOIN {prebuilt.table(HarnessVersion, alias)} hv "
+        f"ON {col(HarnessVersion, 'id', 'hv')} = {col(Run, 'harness_id', 'r')} "
+        f"JOIN {connection.ops.quote_name(user_model._meta.db_table)} u "
+        f"ON {col(user_model, 'id', 'u')} = {col(Run, 'submitted_by_id', 'r')} "
+        f"WHERE {col(Run, 'id', 'r')} IN (SELECT {col(RunnerJob, 'run_id', 'j')} "
+        f"FROM {prebuilt.table(RunnerJob, alias)} j "
+        f"WHERE {col(RunnerJob, 'id', 'j')} IN ({marks})) "
+        f"ORDER BY {col(Run, 'id', 'r')}"
+    )
+    if connection.features.has_select_for_update_of:
+        sql += " FOR UPDATE OF r"
+    return sql, parts
+
+
 def locked_runs_of(job_ids: Sequence[int]) -> dict[int, Run]:
     """Lock the runs these jobs belong to, in id order, before their jobs (the lock order
-    everywhere): one statement."""
-    of_jobs = RunnerJob.objects.filter(pk__in=job_ids).values("run_id")
-    runs = (
-        Run.objects.select_for_update(of=("self",))
-        .select_related("harness", "submitted_by")
-        .filter(pk__in=Subquery(of_jobs))
-        .order_by("pk")
-    )
-    return {run.pk: run for run in runs}
+    everywhere), their harness versions and submitters read with them: one statement."""
+    alias = Run.objects.db
+    ids = sorted(set(job_ids))
+    if not ids:
+        return {}
+    sql, (run_part, harness_part, user_part) = _locked_runs_sql(alias, len(ids))
+    with connections[alias].cursor() as cursor:
+        cursor.execute(sql, ids)
+        rows = cursor.fetchall()
+    runs: dict[int, Run] = {}
+    first, second = len(run_part.names), len(run_part.names) + len(harness_part.names)
+    for row in rows:
+        run = run_part.instance(alias, row[:first])
+        run.harness = harness_part.instance(alias, row[first:second])
+        run.submitted_by = user_part.instance(alias, row[second:])
+        runs[run.pk] = run
+    return runs
 
 
 def locked_run_of(job_id: int) -> Run | None:
@@ -132,7 +182,7 @@ def results_submit(*, runner: Runner, reports: Sequence[ResultReport]) -> list[A
                 accepted.setdefault(job.run_id, []).append((job, report.result, outcome))
         for run_id, results in accepted.items():
             rows = _result_rows(runs[run_id], runner, results)
-            CaseResultRow.objects.bulk_create(rows)
+            insert_many(rows, CaseResultRow.objects.db)
             stored = [
                 Stored(row=row, result=result, job=job)
                 for row, (job, result, _) in zip(rows, results, strict=True)

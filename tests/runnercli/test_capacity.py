@@ -139,3 +139,64 @@ def test_a_waiting_case_cancelled_gives_its_turn_to_the_next() -> None:
         return second.started
 
     assert asyncio.run(scenario())
+
+
+def test_after_short_cases_as_many_again_are_leased_ahead_and_wait_their_turn() -> None:
+    async def scenario() -> None:
+        slots = Slots(2)
+        for job_id in (1, 2):  # two short cases run and end
+            done = slots.take(sized(1, job_id))
+            await slots.start(done)
+            slots.give_back(done)
+        assert (slots.free, slots.ahead, slots.leasable) == (2, 2, 4)
+        held = [slots.take(sized(1, job_id)) for job_id in (3, 4, 5, 6)]
+        assert [run.ahead for run in held] == [False, False, True, True]
+        assert (slots.free, slots.leasable) == (0, 0)
+        for run in held[:2]:
+            await slots.start(run)
+        third = asyncio.create_task(slots.start(held[2]))
+        await asyncio.sleep(0)
+        assert not held[2].started  # two run: it waits for one to be over
+        slots.give_back(held[0])
+        await third
+        assert held[2].started and slots.running == 2
+
+    asyncio.run(scenario())
+
+
+def test_a_long_case_or_a_wide_one_held_turns_leasing_ahead_off() -> None:
+    async def scenario() -> None:
+        slots = Slots(2)
+        for job_id in (1, 2):
+            done = slots.take(sized(1, job_id))
+            await slots.start(done)
+            slots.give_back(done)
+        assert slots.ahead == 2
+        wide = slots.take(sized(2, 3))
+        assert (slots.ahead, slots.leasable) == (0, 0)  # nothing leased past it
+        await slots.start(wide)
+        slots.give_back(wide)
+        slots._recent[-1] = 5.0  # as if it had run 5 s
+        assert (slots.ahead, slots.leasable) == (0, 2)
+
+    asyncio.run(scenario())
+
+
+def test_once_leases_nothing_ahead() -> None:
+    slots = Slots(2, lease_ahead=False)
+    slots._recent.extend([0.01, 0.01])
+    assert (slots.ahead, slots.leasable) == (0, 2)
+
+
+def test_a_job_leased_ahead_is_not_counted_as_running_until_it_starts() -> None:
+    async def scenario() -> None:
+        slots = Slots(1)
+        slots._recent.append(0.01)
+        running, ahead = slots.take(sized(1, 1)), slots.take(sized(1, 2))
+        await slots.start(running)
+        assert (running.waiting_ahead, ahead.waiting_ahead) == (False, True)
+        slots.give_back(running)
+        await slots.start(ahead)
+        assert not ahead.waiting_ahead
+
+    asyncio.run(scenario())
