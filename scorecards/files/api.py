@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from channels.db import database_sync_to_async
+from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -30,17 +30,16 @@ from scorecards.files.services import FsAsked, fs_answer_accepted, fs_request_as
 
 class CaseFilesView(APIView):
     async def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        """DRF's dispatch, awaited: authentication, permissions and the ask in one thread hop
-        of the loop's pool (they read the database), the wait for the answer on the loop;
-        errors answered by the API's exception handler as in every view."""
+        """DRF's dispatch, awaited: authentication, permissions and the ask in one hop to the
+        request's thread for sync code (they read the database, on the request's connection as
+        a sync view does), the wait for the answer on the loop; errors answered by the API's
+        exception handler as in every view."""
         self.args, self.kwargs = args, kwargs
         drf_request = self.initialize_request(request, *args, **kwargs)
         self.request = drf_request
         self.headers = self.default_response_headers
         try:
-            begun = await database_sync_to_async(self.ask, thread_sensitive=False)(
-                drf_request, *args, **kwargs
-            )
+            begun = await sync_to_async(self.ask)(drf_request, *args, **kwargs)
             response = await self.get(drf_request, begun) if isinstance(begun, FsAsked) else begun
         except Exception as exc:
             response = self.handle_exception(exc)
@@ -89,8 +88,8 @@ class CaseFilesView(APIView):
         if answer.blob is None:
             return Response(CaseFiles.of(answer).data())
         asynchronous = isinstance(request._request, ASGIRequest)
-        # Opening the blob is the store's I/O: off the loop.
-        return await database_sync_to_async(blob_response, thread_sensitive=False)(
+        # Opening the blob is the store's I/O: off the loop, in the request's thread.
+        return await sync_to_async(blob_response)(
             answer.blob, answer.media_type, answer.path, asynchronous=asynchronous
         )
 
