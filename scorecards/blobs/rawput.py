@@ -309,18 +309,21 @@ def _retry_of_last(upload: BlobUpload, first: int, length: int) -> bool:
 def upload_take(
     claims: UploadClaims, opened: Opened, first: int, received: Received
 ) -> tuple[int, bool]:
-    """Keep the chunk received for an upload let in by `upload_open`: the bytes held after it
-    and whether the blob is committed. Refused (nothing of the upload kept where the chunk
-    was bad) with the reason."""
-    received.done()
-    ack: BlobAck = blob_put_received(
-        workspace_id=opened.workspace_id,
-        sha256=claims.sha256,
-        offset=first,
-        received=received,
-        upload=opened.upload,
-        final=opened.final,
-    )
+    """Keep the chunk received for an upload let in by `upload_open`, then close its file:
+    the bytes held after it and whether the blob is committed. Refused (nothing of the upload
+    kept where the chunk was bad) with the reason."""
+    try:
+        received.done()
+        ack: BlobAck = blob_put_received(
+            workspace_id=opened.workspace_id,
+            sha256=claims.sha256,
+            offset=first,
+            received=received,
+            upload=opened.upload,
+            final=opened.final,
+        )
+    finally:
+        received.close()
     if not ack.accepted:
         raise UploadRefusal(422 if "hash to" in ack.reason else 409, ack.reason or "refused")
     return ack.stored, opened.final

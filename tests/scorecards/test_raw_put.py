@@ -133,6 +133,35 @@ def test_bytes_that_do_not_hash_to_the_digest_keep_nothing(
     assert files_under(blob_dir / "uploads") == []
 
 
+def test_a_body_handed_over_in_small_pieces_is_written_and_hashed_in_order(
+    blob_dir: Path,
+) -> None:
+    data = os.urandom(3 * MIB + 100)
+    pieces = [data[at : at + 8192] for at in range(0, len(data), 8192)]
+    received = Received(hashlib.sha256())
+    try:
+        received.write_pieces(pieces)
+        assert pieces == []  # let go of as they were written
+        assert received.size == len(data)
+        assert received.hexdigest() == hashlib.sha256(data).hexdigest()
+        with received.open() as kept:
+            assert kept.read() == data
+    finally:
+        received.close()
+    assert received.closed and files_under(blob_dir / "uploads") == []
+
+
+def test_closing_a_received_file_again_leaves_the_next_file_open(blob_dir: Path) -> None:
+    received = Received(hashlib.sha256())
+    received.close()
+    # The descriptor's number is given to the next file opened: closing again must not
+    # close that one.
+    with open(blob_dir / "other", "wb") as other:
+        received.close()
+        other.write(b"still open")
+    assert (blob_dir / "other").read_bytes() == b"still open"
+
+
 def test_a_file_left_half_received_is_swept_after_the_grace(blob_dir: Path) -> None:
     root = blob_dir / "uploads"
     root.mkdir(parents=True)
