@@ -136,6 +136,44 @@ def test_bytes_that_do_not_hash_to_the_digest_keep_nothing(
     assert files_under(blob_dir / "uploads") == []
 
 
+@pytest.mark.s3
+def test_on_an_object_store_chunks_are_kept_on_the_carried_digest_and_a_bad_one_keeps_nothing(
+    held: tuple[str, Any], s3_blobs: Any, django_assert_num_queries: Any
+) -> None:
+    token, job = held
+    one = os.urandom(MIB + 1)
+    claims = claims_for(token, job, one)
+    opened = upload_open(token, claims, 0, len(one))
+    received = Received(opened.digest)
+    received.write(one)
+    # Written to the store as it was hashed when it arrived: not read through SHA-256 again
+    # (that way, through `blob_put`, takes several statements more).
+    with django_assert_num_queries(1):
+        assert upload_take(claims, opened, 0, received) == (len(one), True)
+    [first] = Blob.objects.filter(sha256=claims.sha256)
+
+    data = os.urandom(2 * MIB + 7)
+    claims = claims_for(token, job, data)
+    assert put(token, claims, 0, data[:MIB]) == (MIB, False)
+    assert len(s3_blobs.keys("uploads/")) == 1
+    assert put(token, claims, MIB, data[MIB:]) == (len(data), True)
+    [blob] = Blob.objects.filter(sha256=claims.sha256)
+    assert sorted(s3_blobs.keys()) == sorted([first.key, blob.key])
+    for kept, sent in ((first, one), (blob, data)):
+        body = s3_blobs.client().get_object(Bucket=s3_blobs.bucket, Key=kept.key)["Body"]
+        assert body.read() == sent
+    assert not BlobUpload.objects.exists()
+
+    other = os.urandom(MIB + 3)
+    wrong = claims_for(token, job, other)
+    assert put(token, wrong, 0, other[:MIB]) == (MIB, False)
+    with pytest.raises(UploadRefusal) as refused:
+        put(token, wrong, MIB, b"xyz")
+    assert refused.value.status == 422 and "hash to" in refused.value.reason
+    assert sorted(s3_blobs.keys()) == sorted([first.key, blob.key])
+    assert not BlobUpload.objects.exists()
+
+
 def test_a_put_of_a_lapsed_lease_takes_it_back_and_one_of_another_workspace_is_refused(
     held: tuple[str, Any], blob_dir: Path
 ) -> None:
