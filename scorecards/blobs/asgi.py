@@ -5,10 +5,11 @@ Outside `/api/` (which refuses runner tokens): the runner's bearer token and the
 of the URL both. A `PUT` is let in before its body is kept (the token, the fence, where the
 upload stands: one call off the event loop; a first chunk's body is received meanwhile, its
 digest starting afresh whatever the check finds). The body is read from the ASGI channel
-straight into the file it is kept in, a MiB at a time, hashed as it is written (on the loop's
-pool of threads, the next MiB gathered meanwhile): no Django request, no spooled copy. The
-chunk is then kept (one more call: moved into place, recorded). Each database or storage step
-runs on the loop's pool of threads, as the MCP tools do.
+straight into the file it is kept in, hashed as it is written on the loop's pool of threads
+(a MiB, then all that came while the piece before was written): no Django request, no
+spooled copy. The chunk is then kept (one more call: moved into place, recorded, the file
+closed). Each database or storage step runs on the loop's pool of threads, as the MCP tools
+do.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 T = TypeVar("T")
 
-# Bytes of the body gathered before they are handed to a thread to be hashed and written.
+# Bytes of the body gathered before they are handed to a thread to be hashed and written
+# (more when the piece before is still being written).
 WRITE_PIECE = 1 << 20
 
 
@@ -168,20 +170,23 @@ async def _put(
             assert opened.held is not None
             offset, committed = opened.held
         else:
+            # The file is closed in the same hop as it is kept.
             offset, committed = await _in_thread(upload_take)(claims, opened, first, received)
     finally:
         if not opening.done():
             await asyncio.wait([opening])
         opening.exception()  # looked at: a refusal once the client left answers no one
-        if received is not None:
+        if received is not None and not received.closed:
             await asyncio.get_running_loop().run_in_executor(None, received.close)
     await _state(send, offset, committed, status=201 if committed else 200)
 
 
 async def _read_body(receive: Receive, into: Received | None, expected: int) -> int | None:
-    """Read the request's body into `into` (at most `expected` bytes of it are written), a
-    MiB at a time on the loop's pool of threads while the next MiB is gathered; its length,
-    or None when the client went away."""
+    """Read the request's body into `into` (at most `expected` bytes of it are written); its
+    length, or None when the client went away. What is gathered is hashed and written on the
+    loop's pool of threads: a MiB first, then whatever came while the piece before was
+    written (daphne hands a body over whole, in 8 KiB messages: two hops for it, not one a
+    MiB)."""
     loop = asyncio.get_running_loop()
     writing: asyncio.Future[None] | None = None
     gathered: list[bytes] = []
@@ -200,12 +205,12 @@ async def _read_body(receive: Receive, into: Received | None, expected: int) -> 
             if body:
                 gathered.append(body)
                 size += len(body)
-            if gathered and (size >= WRITE_PIECE or not more):
-                piece = gathered[0] if len(gathered) == 1 else b"".join(gathered)
-                gathered, size = [], 0
+            idle = writing is None or writing.done()
+            if gathered and (not more or (size >= WRITE_PIECE and idle)):
                 if writing is not None:
                     await writing
-                writing = loop.run_in_executor(None, into.write, piece)
+                writing = loop.run_in_executor(None, into.write_pieces, gathered)
+                gathered, size = [], 0
     finally:
         if writing is not None:
             await writing

@@ -14,14 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from django.conf import settings
 from django.core import signing
+from django.db import connections
+from django.db.models import Model
 
+from core import prebuilt
 from core.errors import Conflict, Invalid
 from runnercli.protocol import BlobAck, UploadGrant
-from runners.models import Runner
+from runners.models import JobStatus, Runner, RunnerJob
 from runners.services import runner_authenticate
 from scorecards.blobs import metrics
 from scorecards.blobs.fence import lease_workspace
@@ -29,6 +33,7 @@ from scorecards.blobs.models import Blob, BlobUpload
 from scorecards.blobs.receiving import Received
 from scorecards.blobs.running import running_copy
 from scorecards.blobs.uploads import blob_put_received, upload_discard
+from scorecards.models import Run
 
 SALT = "everdict.blobs.rawput"
 UPLOAD_PATH = "/uploads/"
@@ -268,15 +273,27 @@ class Opened:
 
 def upload_open(bearer: str, claims: UploadClaims, first: int, length: int) -> Opened:
     """Let in a `PUT` of `length` bytes at `first` before its body is read: the runner's
-    token, the URL's and the lease's fence, the blob not committed yet, the chunk starting
-    where the upload stands (four statements). Refused with the reason."""
+    token, then in one statement the URL's and the lease's fence, the blob not committed yet
+    and where the upload stands (the fence's own statements, and a lapsed lease taken back,
+    when the runner does not hold the job as the URL says); the chunk must start there.
+    Refused with the reason."""
     runner = runner_of(bearer)
-    workspace_id = upload_fenced(runner, claims)
-    if Blob.objects.filter(workspace_id=workspace_id, sha256=claims.sha256).exists():
+    standing = _standing(runner, claims)
+    if standing is None:
+        workspace_id = upload_fenced(runner, claims)
+        committed = Blob.objects.filter(workspace_id=workspace_id, sha256=claims.sha256).exists()
+        upload = (
+            None
+            if committed
+            else BlobUpload.objects.filter(workspace_id=workspace_id, sha256=claims.sha256).first()
+        )
+    else:
+        workspace_id = claims.workspace_id
+        committed, upload = standing
+    if committed:
         raise UploadRefusal(
             409, f"blob {claims.sha256} is committed already: this URL takes no more bytes"
         )
-    upload = BlobUpload.objects.filter(workspace_id=workspace_id, sha256=claims.sha256).first()
     received = upload.received if upload is not None else 0
     opened = Opened(
         workspace_id=workspace_id,
@@ -298,6 +315,59 @@ def upload_open(bearer: str, claims: UploadClaims, first: int, length: int) -> O
     return opened
 
 
+def _standing(runner: Runner, claims: UploadClaims) -> tuple[bool, BlobUpload | None] | None:
+    """When the runner is the URL's and holds the job at the URL's epoch, in the URL's
+    workspace: whether the blob is committed, and the upload's row (one statement); None when
+    not (the fence then says why, or takes a lapsed lease back)."""
+    if runner.pk != claims.runner_id:
+        return None
+    alias = RunnerJob.objects.db
+    with connections[alias].cursor() as cursor:
+        cursor.execute(
+            _standing_sql(alias),
+            [
+                claims.workspace_id,
+                claims.sha256,
+                claims.workspace_id,
+                claims.sha256,
+                claims.job_id,
+                JobStatus.LEASED,
+                runner.pk,
+                claims.lease_epoch,
+                claims.workspace_id,
+            ],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    upload = (
+        None if row[1] is None else prebuilt.columns(BlobUpload, alias).instance(alias, row[1:])
+    )
+    return bool(row[0]), upload
+
+
+@cache
+def _standing_sql(alias: str) -> str:
+    job, run, blob, upload = (
+        prebuilt.table(model, alias) for model in (RunnerJob, Run, Blob, BlobUpload)
+    )
+
+    def col(model: type[Model], name: str) -> str:
+        return prebuilt.column(model, name, alias)
+
+    uploads = ", ".join(prebuilt.columns(BlobUpload, alias).select("u", alias))
+    return (
+        f"SELECT EXISTS (SELECT 1 FROM {blob} b WHERE b.{col(Blob, 'workspace')} = %s "
+        f"AND b.{col(Blob, 'sha256')} = %s), {uploads} "
+        f"FROM {job} j JOIN {run} r ON r.{col(Run, 'id')} = j.{col(RunnerJob, 'run')} "
+        f"LEFT JOIN {upload} u ON u.{col(BlobUpload, 'workspace')} = %s "
+        f"AND u.{col(BlobUpload, 'sha256')} = %s "
+        f"WHERE j.{col(RunnerJob, 'id')} = %s AND j.{col(RunnerJob, 'status')} = %s "
+        f"AND j.{col(RunnerJob, 'leased_by')} = %s AND j.{col(RunnerJob, 'lease_epoch')} = %s "
+        f"AND r.{col(Run, 'workspace')} = %s"
+    )
+
+
 def _retry_of_last(upload: BlobUpload, first: int, length: int) -> bool:
     return (
         bool(upload.chunks)
@@ -309,18 +379,21 @@ def _retry_of_last(upload: BlobUpload, first: int, length: int) -> bool:
 def upload_take(
     claims: UploadClaims, opened: Opened, first: int, received: Received
 ) -> tuple[int, bool]:
-    """Keep the chunk received for an upload let in by `upload_open`: the bytes held after it
-    and whether the blob is committed. Refused (nothing of the upload kept where the chunk
-    was bad) with the reason."""
-    received.done()
-    ack: BlobAck = blob_put_received(
-        workspace_id=opened.workspace_id,
-        sha256=claims.sha256,
-        offset=first,
-        received=received,
-        upload=opened.upload,
-        final=opened.final,
-    )
+    """Keep the chunk received for an upload let in by `upload_open`, then close its file:
+    the bytes held after it and whether the blob is committed. Refused (nothing of the upload
+    kept where the chunk was bad) with the reason."""
+    try:
+        received.done()
+        ack: BlobAck = blob_put_received(
+            workspace_id=opened.workspace_id,
+            sha256=claims.sha256,
+            offset=first,
+            received=received,
+            upload=opened.upload,
+            final=opened.final,
+        )
+    finally:
+        received.close()
     if not ack.accepted:
         raise UploadRefusal(422 if "hash to" in ack.reason else 409, ack.reason or "refused")
     return ack.stored, opened.final

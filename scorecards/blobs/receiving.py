@@ -53,6 +53,20 @@ class Received:
             self._file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
             self._fd = self._file.fileno()
         self._flushed = 0
+        self._closed = False
+
+    def write_pieces(self, pieces: list[bytes]) -> None:
+        """Append `pieces` in order, joined a `WRITE_BEHIND` at a time to be hashed and
+        written (a body's 8 KiB messages as the server hands them over). The list is emptied
+        as they are written, so that their memory goes as soon as it may."""
+        while pieces:
+            count = size = 0
+            while count < len(pieces) and size < WRITE_BEHIND:
+                size += len(pieces[count])
+                count += 1
+            piece = pieces[0] if count == 1 else b"".join(pieces[:count])
+            del pieces[:count]
+            self.write(piece)
 
     def write(self, piece: bytes) -> None:
         """Append `piece` (hashed first when a digest is carried)."""
@@ -86,8 +100,16 @@ class Received:
     def hexdigest(self) -> str:
         return str(self.digest.hexdigest()) if self.digest is not None else ""
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
-        """Close the file and remove it, unless it was moved into the store."""
+        """Close the file and remove it, unless it was moved into the store (once: closing
+        again does nothing, as the descriptor's number may be another file's by then)."""
+        if self._closed:
+            return
+        self._closed = True
         if self._file is not None:
             self._file.close()
         else:

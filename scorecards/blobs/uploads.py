@@ -12,6 +12,7 @@ staging removed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -150,12 +151,13 @@ def blob_put_received(
     final: bool,
 ) -> BlobAck:
     """Take one chunk a raw `PUT` received into `received`, at `offset` where the upload
-    stood (`upload`, read before the body came). On a store on the local disk, with the
-    upload's digest carried over the chunk as it arrived, the file is moved into place: to a
-    staged chunk's key, or (the last chunk, the digest matching) to the blob's key after the
-    staged chunks; nothing is read back. Otherwise as `blob_put` from the file."""
+    stood (`upload`, read before the body came). With the upload's digest carried over the
+    chunk as it arrived, the chunk is kept as a staged chunk, or (the last chunk, the digest
+    matching) as the blob after the staged chunks, and not hashed again; on a store on the
+    local disk the file is moved into place (nothing is read back). Otherwise (a digest this
+    process does not hold) as `blob_put` from the file."""
     limit = settings.EVERDICT_MAX_ARTIFACT_BYTES
-    if received.path is None or received.digest is None or offset + received.size > limit:
+    if received.digest is None or offset + received.size > limit:
         with received.open() as data:
             return blob_put(
                 workspace=workspace_id, sha256=sha256, offset=offset, data=data, final=final
@@ -187,7 +189,8 @@ def _stage_received(
         return full
     before = [str(chunk) for chunk, _ in upload.chunks] if upload is not None else []
     storage = blob_storage()
-    name = storage.save(chunk_key(workspace_id, sha256, offset), Moved(received.path or ""))
+    with _content(received) as content:
+        name = storage.save(chunk_key(workspace_id, sha256, offset), content)
     if _record(workspace_id, sha256, upload, name, received.size):
         metrics.BLOB_BYTES.inc(received.size)
         running_keep(workspace_id, sha256, [*before, name], received.digest)
@@ -217,7 +220,8 @@ def _commit_received(
         if chunks:
             saved = blob_compose(workspace_id, sha256, chunks, lambda: _file_pieces(received))
         else:
-            saved = blob_write(workspace_id, sha256, Moved(received.path or ""))
+            with _content(received) as content:
+                saved = blob_write(workspace_id, sha256, content)
     except FileNotFoundError:
         # A chunk gone: another call committed the blob and removed the staging meanwhile.
         held = Blob.objects.filter(workspace_id=workspace_id, sha256=sha256).first()
@@ -237,6 +241,17 @@ def _commit_received(
         upload_discard(workspace_id, sha256, chunks)
     metrics.BLOBS_COMMITTED.inc()
     return BlobAck(accepted=True, stored=size)
+
+
+@contextlib.contextmanager
+def _content(received: Received) -> Iterator[File]:
+    """The received bytes as a storage saves them: moved into place from the staging root on
+    the local disk, else read from their file."""
+    if received.path is not None:
+        yield Moved(received.path)
+        return
+    with received.open() as data:
+        yield File(data, name="chunk")
 
 
 def _file_pieces(received: Received) -> Iterator[bytes]:

@@ -95,7 +95,11 @@ async def _put_from(
     step = max(1, min(grant.chunk_bytes or MAX_RAW_CHUNK_BYTES, MAX_RAW_CHUNK_BYTES))
     offset = grant.offset
     while True:
-        chunk = await asyncio.to_thread(read_chunk, source, offset, step)
+        chunk = (
+            read_chunk(source, offset, step)  # a slice of bytes held: no thread for it
+            if isinstance(source, bytes)
+            else await asyncio.to_thread(read_chunk, source, offset, step)
+        )
         if not chunk:
             raise UploadRefused(f"the file ended at {offset} bytes, not {size}: it changed")
         headers = {

@@ -21,7 +21,7 @@ from pathlib import Path
 from runnercli.case.artifacts.calls import have_blobs
 from runnercli.case.artifacts.globs import collect
 from runnercli.case.artifacts.shelf import Shelf, Source
-from runnercli.case.artifacts.upload import Blob, Uploaded, UploadRefused, upload_many
+from runnercli.case.artifacts.upload import Blob, Uploaded, UploadRefused, by_put, upload_many
 from runnercli.case.confine import ConfineError, read_file
 from runnercli.case.pipeline import Artifact, CaseContext, Given, Stage
 from runnercli.client import RunnerClient, ServerUnavailable, ToolCallError
@@ -135,7 +135,9 @@ class Artifacts(Stage):
 
     async def _upload(self, case: CaseContext, prepared: list[Prepared]) -> list[ArtifactRef]:
         fence = JobFence(job_id=case.job.job_id, lease_epoch=case.lease.lease_epoch)
-        holdings = await self._holdings(fence, [p.ref.sha256 for p in prepared])
+        # A blob going by `PUT` learns what the server holds of it from its grant.
+        asked = [p.ref.sha256 for p in prepared if not by_put(self.client, p.ref.size)]
+        holdings = await self._holdings(fence, asked) if asked else None
         blobs = [Blob(p.source, p.ref.sha256, p.ref.size) for p in prepared]
         outcomes = await upload_many(self.client, fence, blobs, holdings=holdings, abort=self.abort)
         refs: list[ArtifactRef] = []

@@ -1,7 +1,8 @@
 """Upload a blob to the job's workspace: only what the server lacks, resumed where it stands.
 
 `have_blobs` first: a blob the workspace holds already (the same file from an earlier case)
-is not sent at all, and a partial upload resumes from the bytes the server holds. Then
+is not sent at all, and a partial upload resumes from the bytes the server holds (a blob going
+by `PUT` learns both from its grant instead). Then
 `put_blob` chunks of `limits.max_blob_chunk_bytes`, base64 on the wire, the last one `final`
 (the server checks the digest of the whole before it keeps anything). A dropped connection or
 a server restart is waited out with backoff, like a result's delivery; then the server is
@@ -80,11 +81,12 @@ async def upload(
     was set). `grant`: the blob's upload URL, given by `begin_uploads` just now."""
     done = Uploaded(sha256)
     waiting = Waiting(abort, patience_s)
+    if by_put(client, size):
+        # Its grant says what the server holds of it (`holdings` may not name it).
+        return await upload_raw(client, fence, source, sha256, size, done, waiting, grant)
     offset = None if holdings is None else _resume_at(holdings, sha256)
     if offset is not None and offset < 0:
         return done
-    if size >= RAW_UPLOAD_MIN_BYTES and client.offers("raw_upload"):
-        return await upload_raw(client, fence, source, sha256, size, done, waiting, grant)
     resumes = 0
     while True:
         try:
@@ -102,6 +104,12 @@ async def upload(
             if not await waiting.wait():
                 raise
             offset = None
+
+
+def by_put(client: RunnerClient, size: int) -> bool:
+    """Whether a blob of `size` bytes goes by raw `PUT`s: then its grant (`begin_upload`,
+    `begin_uploads`) says what the server holds of it, and `have_blobs` need not be asked."""
+    return size >= RAW_UPLOAD_MIN_BYTES and client.offers("raw_upload")
 
 
 @dataclass(frozen=True)
@@ -124,9 +132,10 @@ async def upload_many(
 ) -> list[Uploaded | RunnerError | UploadRefused]:
     """Upload several blobs, `at_once` at a time; for each, what its upload did or why it
     did not (UploadRefused, ServerUnavailable, ToolCallError), in order. The upload URLs of
-    those going by `PUT` are asked in one call first when the server offers that."""
+    those going by `PUT` are asked in one call first when the server offers that; `holdings`
+    (`have_blobs`) need only name the others."""
     gate = asyncio.Semaphore(max(1, at_once))
-    grants = await _grants(client, fence, blobs, holdings)
+    grants = await _grants(client, fence, blobs)
 
     async def one(blob: Blob) -> Uploaded | RunnerError | UploadRefused:
         async with gate:
@@ -148,22 +157,15 @@ async def upload_many(
 
 
 async def _grants(
-    client: RunnerClient,
-    fence: JobFence,
-    blobs: Sequence[Blob],
-    holdings: BlobHoldings | None,
+    client: RunnerClient, fence: JobFence, blobs: Sequence[Blob]
 ) -> dict[str, UploadGrant]:
     """The upload URLs of the blobs that go by `PUT`, by digest, from one `begin_uploads`
-    (server feature `upload_batch`); none when the server does not offer it or the call
-    fails (each upload then asks for its own)."""
+    (server feature `upload_batch`), which also says what the server holds of each; none
+    when the server does not offer it or the call fails (each upload then asks for its
+    own)."""
     if not client.offers("raw_upload") or BATCH_FEATURE not in client.server_features:
         return {}
-    raw = {
-        blob.sha256: blob.size
-        for blob in blobs
-        if blob.size >= RAW_UPLOAD_MIN_BYTES
-        and (holdings is None or _resume_at(holdings, blob.sha256) >= 0)
-    }
+    raw = {blob.sha256: blob.size for blob in blobs if by_put(client, blob.size)}
     if len(raw) < 2:
         return {}
     try:
