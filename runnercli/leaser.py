@@ -84,6 +84,8 @@ class Leaser:
                 busy |= await self.take(batch)
                 if once and busy:
                     break
+            # Jobs leased ahead that wait for room are handed back now, not after a case.
+            self.slots.wake()
             await asyncio.gather(*busy, return_exceptions=True)
         finally:
             for task in busy:

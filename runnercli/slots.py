@@ -124,16 +124,13 @@ class Slots:
 
     async def start(self, job_run: JobRun, stop: asyncio.Event | None = None) -> None:
         """Wait until the case fits beside those running (at once, when it does), or until
-        `stop` is set (then it has not started)."""
+        `stop` is set and `wake` called (then it has not started)."""
         while job_run.holds_slot and self.running > 0 and self.running + job_run.slots > self.size:
             if stop is not None and stop.is_set():
                 return
             # Checked and cleared with no await between: a give-back cannot be missed.
             self._room.clear()
-            if stop is None:
-                await self._room.wait()
-            else:
-                await _either(self._room, stop)
+            await self._room.wait()
         if job_run.holds_slot:
             job_run.started = True
             job_run.started_at = asyncio.get_running_loop().time()
@@ -151,6 +148,10 @@ class Slots:
                 self._recent.append(asyncio.get_running_loop().time() - job_run.started_at)
             self.freed.set()
             self._room.set()
+
+    def wake(self) -> None:
+        """Have the cases waiting for room look again (the runner stops)."""
+        self._room.set()
 
     async def wait_for_one(self, stop: asyncio.Event) -> None:
         """Wait until a slot is given back, or `stop` is set."""

@@ -127,6 +127,7 @@ def test_a_job_leased_ahead_is_handed_back_when_the_runner_stops_before_its_turn
         ahead = loop.session.running[2]
         assert (ahead.ahead, ahead.started) == (True, False)
         loop.session.stop.set()
+        slots.wake()  # as the leaser does when it stops
         async with asyncio.timeout(10):
             while not client.of("release_job"):
                 await asyncio.sleep(0.01)
