@@ -7,7 +7,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { echo $$p; break; }; done)
 
-.PHONY: install test lint docs screenshots test-sqlite test-postgres demo serve bench browser-deps systemd-deps node-deps oidc-deps chart-deps docker-deps agent-deps clean
+.PHONY: install test lint docs screenshots test-sqlite test-postgres test-both demo serve bench browser-deps systemd-deps node-deps oidc-deps chart-deps docker-deps agent-deps clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "Python >= 3.11 is required"; exit 1; }
@@ -146,7 +146,7 @@ test-sqlite: install
 
 test-postgres: install
 	@if $(PY) -c "import psycopg,sys; psycopg.connect('$(TEST_DATABASE_URL)', connect_timeout=3).close()" 2>/dev/null; then \
-		DATABASE_URL='$(TEST_DATABASE_URL)' $(VENV)/bin/pytest -m 'not once'; \
+		DATABASE_URL='$(TEST_DATABASE_URL)' EVERDICT_TEST_DB_SUFFIX=_pg $(VENV)/bin/pytest -m 'not once'; \
 	elif [ -n "$$REQUIRE_POSTGRES" ]; then \
 		echo "PostgreSQL at $(TEST_DATABASE_URL) is required (REQUIRE_POSTGRES is set) but unreachable"; exit 1; \
 	else \
@@ -156,7 +156,18 @@ test-postgres: install
 # The suites run with a Docker daemon answering (.ci/with-dockerd starts one when none does,
 # and stops what it started).
 test: install browser-deps systemd-deps node-deps oidc-deps chart-deps docker-deps agent-deps lint
-	.ci/with-dockerd $(MAKE) --no-print-directory test-sqlite test-postgres
+	.ci/with-dockerd $(MAKE) --no-print-directory test-both
+
+# The two passes side by side: most of a pass is spent waiting on the servers, runners and
+# agents it starts, so they share the cores well. The PostgreSQL pass writes to a log, shown
+# whole when the SQLite pass is done; either failing fails the target.
+test-both: install
+	@$(MAKE) --no-print-directory test-postgres > var/test-postgres.log 2>&1 & postgres=$$!; \
+	$(MAKE) --no-print-directory test-sqlite; sqlite=$$?; \
+	wait $$postgres; pg=$$?; \
+	echo "=== the PostgreSQL pass (var/test-postgres.log) ==="; cat var/test-postgres.log; \
+	echo "SQLite pass: exit $$sqlite; PostgreSQL pass: exit $$pg"; \
+	test $$sqlite -eq 0 -a $$pg -eq 0
 
 demo: install
 	$(PY) -m everdict.demo

@@ -107,7 +107,13 @@ def trace_page(where: CaseAttempt, *, after_seq: Any = None, limit: Any = None) 
     if where.attempt is None:
         return TracePage(where, None, [], False)
     trace = CaseTrace.objects.filter(pk=where.attempt.pk).first()
-    rows = TraceEvent.objects.filter(attempt_id=where.attempt.pk).order_by("seq")
+    if trace is None:
+        return TracePage(where, None, [], False, stream_parser_of(where))
+    # Events and the trace row are written in one transaction, but read here in two
+    # statements: those past the row read are left for the next page, so the page's step and
+    # totals always cover its events.
+    rows = TraceEvent.objects.filter(attempt_id=where.attempt.pk, seq__lte=trace.last_seq)
+    rows = rows.order_by("seq")
     if after is not None:
         rows = rows.filter(seq__gt=after)
     page = list(rows[: size + 1])
