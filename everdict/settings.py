@@ -82,14 +82,15 @@ INSTALLED_APPS = [
     "mcpgateway",
 ]
 
+# Django's own, with their hooks run on the event loop under ASGI (`core.middleware`).
 MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "core.middleware.SecurityMiddleware",
+    "core.middleware.SessionMiddleware",
+    "core.middleware.CommonMiddleware",
+    "core.middleware.CsrfViewMiddleware",
+    "core.middleware.AuthenticationMiddleware",
+    "core.middleware.MessageMiddleware",
+    "core.middleware.XFrameOptionsMiddleware",
     "allauth.account.middleware.AccountMiddleware",
 ]
 

@@ -21,7 +21,7 @@ from scorecards.files.models import CaseFsRequest
 from scorecards.files.services import (
     BIGINT,
     EPOCH,
-    FsHanded,
+    FsContent,
     answer_timeout_s,
     async_commit,
     on_postgres,
@@ -144,7 +144,7 @@ def _answer_write(
             with answers.handing(pk):
                 row = _delete_answered(pk, runner, job_id, lease_epoch)
                 if row is not None:
-                    answers.hand(pk, FsHanded(*row, listing, held, media_type, error_text))
+                    answers.hand(pk, FsContent(*row, listing, held, media_type, error_text))
             return row is not None
         table = CaseFsRequest._meta.db_table
         notify = ""

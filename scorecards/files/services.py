@@ -62,11 +62,10 @@ _LEASE_CHECK_S = 1.0
 
 
 @dataclass(frozen=True)
-class FsAnswer:
-    """What the runner answered: a listing, a file's blob, or (in `error`) why not."""
+class FsContent:
+    """What the runner answered: a listing, a file's blob, or (in `error`) why not — as its
+    row holds it, or as handed to a request waiting in this process (the row deleted)."""
 
-    run_id: int
-    key: str
     op: str
     path: str
     entries: list[dict[str, Any]] | None
@@ -76,15 +75,11 @@ class FsAnswer:
 
 
 @dataclass(frozen=True)
-class FsHanded:
-    """An answer handed to the request waiting in this process (its row deleted)."""
+class FsAnswer(FsContent):
+    """The answer to a request for a case of a run."""
 
-    op: str
-    path: str
-    entries: list[dict[str, Any]] | None
-    blob: Blob | None
-    media_type: str
-    error: str
+    run_id: int
+    key: str
 
 
 def answer_timeout_s() -> float:
@@ -273,18 +268,7 @@ class FsWait:
     def handed(self) -> FsAnswer | None:
         """The answer handed over in this process, if it was (no database read)."""
         handed = answers.handed(self.request.pk)
-        if not isinstance(handed, FsHanded):
-            return None
-        return FsAnswer(
-            run_id=self.request.run_id,
-            key=self.request.key,
-            op=handed.op,
-            path=handed.path,
-            entries=handed.entries,
-            blob=handed.blob,
-            media_type=handed.media_type or "application/octet-stream",
-            error=handed.error,
-        )
+        return _answer(self.request, handed) if isinstance(handed, FsContent) else None
 
     def look(self, *, woken: bool) -> FsAnswer | None:
         """The answer, read (and its row deleted) if it came; None to wait again. NoAnswer
@@ -341,16 +325,17 @@ def _still_leased(request: FsAsked) -> None:
         )
 
 
-def _answer(request: FsAsked, row: CaseFsRequest) -> FsAnswer:
+def _answer(request: FsAsked, content: CaseFsRequest | FsContent) -> FsAnswer:
+    """The answer in its row (read) or handed over: a row without a blob has None there."""
     return FsAnswer(
         run_id=request.run_id,
         key=request.key,
-        op=row.op,
-        path=row.path,
-        entries=row.entries,
-        blob=row.blob if row.blob_id is not None else None,
-        media_type=row.media_type or "application/octet-stream",
-        error=row.error,
+        op=content.op,
+        path=content.path,
+        entries=content.entries,
+        blob=content.blob,
+        media_type=content.media_type or "application/octet-stream",
+        error=content.error,
     )
 
 

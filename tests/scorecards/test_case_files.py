@@ -11,7 +11,6 @@ import pytest
 from core.errors import Conflict, Forbidden, Invalid, NoAnswer, NotFound
 from runnercli.protocol import BlobRef, FsEntry
 from runnercli.protocol.world import fs_error
-from runners import queue
 from runners.models import RunnerJob
 from scorecards.blobs.services import blob_store
 from scorecards.files.models import CaseFsRequest
@@ -24,20 +23,11 @@ from scorecards.files.services import (
     fs_request_wait,
 )
 from scorecards.services import workspace_create
-from tests.suites import pair, start, suite
+from tests.suites import pair, start
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("blob_dir")]
 
 ENTRY = FsEntry(path="a.txt", size=1, kind="file", mtime=0.0)
-
-
-@pytest.fixture
-def leased(alice: Any, workspace: Any) -> dict[str, Any]:
-    suite(alice, cases=1)
-    laptop = pair(alice, "laptop")
-    run = start(alice, laptop)
-    (grant,) = queue.job_lease(runner=laptop)
-    return {"runner": laptop, "run": run, "job_id": grant.job.pk, "epoch": grant.job.lease_epoch}
 
 
 def ask(user: Any, leased: dict[str, Any], path: str = "", op: str = "read") -> FsAsked:

@@ -14,26 +14,15 @@ from channels.db import database_sync_to_async
 
 from core.errors import NoAnswer
 from runnercli.protocol import FsEntry
-from runners import queue
 from runners.wakeup import answers
 from scorecards.files.awaiting import fs_answer_aget, fs_request_await
 from scorecards.files.models import CaseFsRequest
 from scorecards.files.runner import fs_request_answer, fs_requests_take
 from scorecards.files.services import FsWait, fs_request_ask
-from tests.suites import pair, start, suite
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("blob_dir")]
 
 ENTRY = FsEntry(path="a.txt", size=1, kind="file", mtime=0.0)
-
-
-@pytest.fixture
-def leased(alice: Any, workspace: Any) -> dict[str, Any]:
-    suite(alice, cases=1)
-    laptop = pair(alice, "laptop")
-    run = start(alice, laptop)
-    (grant,) = queue.job_lease(runner=laptop)
-    return {"runner": laptop, "run": run, "job_id": grant.job.pk, "epoch": grant.job.lease_epoch}
 
 
 def _serve_one(leased: dict[str, Any]) -> bool:
