@@ -35,7 +35,10 @@ class OnTheLoop:
     async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
         response = None
         if (process_request := getattr(self, "process_request", None)) is not None:
-            response = process_request(request)
+            if self.request_needs_thread(request):
+                response = await sync_to_async(process_request, thread_sensitive=True)(request)
+            else:
+                response = process_request(request)
         response = response or await self.get_response(request)
         if (process_response := getattr(self, "process_response", None)) is not None:
             if self.response_needs_thread(request, response):
@@ -46,9 +49,13 @@ class OnTheLoop:
                 response = process_response(request, response)
         return response
 
+    def request_needs_thread(self, request: HttpRequest) -> bool:
+        """Whether `process_request` will do I/O (then it runs in the request's thread for
+        sync code, as Django runs it)."""
+        return False
+
     def response_needs_thread(self, request: HttpRequest, response: HttpResponseBase) -> bool:
-        """Whether `process_response` will do I/O for this request (then it runs in the
-        request's thread for sync code)."""
+        """Whether `process_response` will do I/O for this request."""
         return False
 
 
@@ -85,6 +92,9 @@ class CsrfViewMiddleware(OnTheLoop, csrf.CsrfViewMiddleware):
         if request.method in SAFE_METHODS or getattr(callback, "csrf_exempt", False):
             return check(request, callback, args, kwargs)
         return await sync_to_async(check, thread_sensitive=True)(request, callback, args, kwargs)
+
+    def request_needs_thread(self, request: HttpRequest) -> bool:
+        return settings.CSRF_USE_SESSIONS  # the secret is in the session
 
     def response_needs_thread(self, request: HttpRequest, response: HttpResponseBase) -> bool:
         return settings.CSRF_USE_SESSIONS

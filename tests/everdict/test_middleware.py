@@ -73,12 +73,16 @@ def test_a_request_goes_to_a_thread_for_its_sync_view_not_for_each_hook(
     assert len([name for name in hops if "process_" in name]) >= 10, hops
 
 
+@pytest.mark.parametrize("csrf_in_session", [False, True], ids=["cookie", "session"])
 def test_a_password_sign_in_saves_the_session_and_the_next_page_knows_the_member(
-    alice: Any, hops: list[str]
+    alice: Any, hops: list[str], settings: Any, csrf_in_session: bool
 ) -> None:
+    # CSRF_USE_SESSIONS keeps the form's secret in the session: read and saved in a thread.
+    settings.CSRF_USE_SESSIONS = csrf_in_session
     client = AsyncClient(enforce_csrf_checks=True)
     login = get(client, "/login/")
-    assert login.status_code == 200 and "csrftoken" in login.cookies
+    assert login.status_code == 200
+    assert ("csrftoken" in login.cookies) is not csrf_in_session
     token = csrf_token(login.content.decode())
 
     hops.clear()
