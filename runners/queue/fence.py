@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
+from core import prebuilt
 from runnercli.protocol import Ack, HeartbeatAck
 from runners import metrics
 from runners.models import AttemptStatus, JobStatus, Runner, RunnerJob
@@ -46,6 +48,21 @@ def holds(job: RunnerJob, runner: Runner, lease_epoch: int) -> bool:
         and job.leased_by_id == runner.pk
         and job.lease_epoch == lease_epoch
     )
+
+
+def holds_sql(job: str, alias: str) -> str:
+    """`holds` as SQL, for a statement fenced in its WHERE clause: the job row aliased `job`
+    is leased by the runner at the epoch (its parameters: `holds_params`). What such a
+    statement does not find, the full fence then refuses or takes back."""
+
+    def col(name: str) -> str:
+        return f"{job}.{prebuilt.column(RunnerJob, name, alias)}"
+
+    return f"{col('status')} = %s AND {col('leased_by')} = %s AND {col('lease_epoch')} = %s"
+
+
+def holds_params(runner_id: int, lease_epoch: int) -> list[Any]:
+    return [JobStatus.LEASED, runner_id, lease_epoch]
 
 
 def take_back(job: RunnerJob, runner: Runner, lease_epoch: int, now: datetime) -> bool:

@@ -25,7 +25,8 @@ from django.db.models import Model
 from core import prebuilt
 from core.errors import Conflict, Invalid
 from runnercli.protocol import BlobAck, UploadGrant
-from runners.models import JobStatus, Runner, RunnerJob
+from runners.models import Runner, RunnerJob
+from runners.queue.fence import holds_params, holds_sql
 from runners.services import runner_authenticate
 from scorecards.blobs import metrics
 from scorecards.blobs.fence import lease_workspace
@@ -331,9 +332,7 @@ def _standing(runner: Runner, claims: UploadClaims) -> tuple[bool, BlobUpload | 
                 claims.workspace_id,
                 claims.sha256,
                 claims.job_id,
-                JobStatus.LEASED,
-                runner.pk,
-                claims.lease_epoch,
+                *holds_params(runner.pk, claims.lease_epoch),
                 claims.workspace_id,
             ],
         )
@@ -362,8 +361,7 @@ def _standing_sql(alias: str) -> str:
         f"FROM {job} j JOIN {run} r ON r.{col(Run, 'id')} = j.{col(RunnerJob, 'run')} "
         f"LEFT JOIN {upload} u ON u.{col(BlobUpload, 'workspace')} = %s "
         f"AND u.{col(BlobUpload, 'sha256')} = %s "
-        f"WHERE j.{col(RunnerJob, 'id')} = %s AND j.{col(RunnerJob, 'status')} = %s "
-        f"AND j.{col(RunnerJob, 'leased_by')} = %s AND j.{col(RunnerJob, 'lease_epoch')} = %s "
+        f"WHERE j.{col(RunnerJob, 'id')} = %s AND {holds_sql('j', alias)} "
         f"AND r.{col(Run, 'workspace')} = %s"
     )
 

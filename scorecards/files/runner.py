@@ -15,6 +15,7 @@ from django.utils import timezone
 from core.fields import ascii_int
 from runnercli.protocol import Ack, BlobRef, FsEntry, FsPosted, FsRequest
 from runners.models import JobStatus, Runner, RunnerJob
+from runners.queue.fence import holds_params, holds_sql
 from runners.wakeup import FS_ANSWER_CHANNEL, answers
 from scorecards.blobs.services import blob_held, lease_workspace
 from scorecards.files.models import CaseFsRequest
@@ -176,13 +177,13 @@ def _answer_write(
 # An open request of this lease, while the runner holds it (`_fence_params`).
 _OPEN_FOR_LEASE = (
     "id = %s AND job_id = %s AND lease_epoch = %s AND answered_at IS NULL "
-    f"AND EXISTS (SELECT 1 FROM {RunnerJob._meta.db_table} WHERE id = %s AND status = %s "
-    "AND leased_by_id = %s AND lease_epoch = %s)"
+    f"AND EXISTS (SELECT 1 FROM {RunnerJob._meta.db_table} j WHERE j.id = %s "
+    f"AND {holds_sql('j', 'default')})"
 )
 
 
 def _fence_params(pk: int, runner: Runner, job_id: int, lease_epoch: int) -> list[Any]:
-    return [pk, job_id, lease_epoch, job_id, JobStatus.LEASED, runner.pk, lease_epoch]
+    return [pk, job_id, lease_epoch, job_id, *holds_params(runner.pk, lease_epoch)]
 
 
 def _delete_answered(
