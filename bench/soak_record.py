@@ -233,10 +233,13 @@ def _fence_violations(
             "late_after": _stamp(late_after),
             "after": _stamp(stopped + GRACE_S),
         }
-        # The attempts the runner held when it was struck, each with whether it ended late.
+        # The attempts the runner held when it was struck, each with whether it ended late
+        # and whether the job was leased again after it.
         held = _rows(
             f"""SELECT a.id, a.job_id, a.status,
-                       a.ended_at IS NULL OR a.ended_at > %(late_after)s, a.resumes
+                       a.ended_at IS NULL OR a.ended_at > %(late_after)s, a.resumes,
+                       EXISTS (SELECT 1 FROM {attempt} b
+                               WHERE b.job_id = a.job_id AND b.started_at > a.started_at)
                 FROM {attempt} a
                 WHERE a.runner_id = %(runner)s AND a.started_at < %(cut_before)s
                   AND (a.ended_at IS NULL OR a.ended_at > %(stopped)s)""",
@@ -244,7 +247,13 @@ def _fence_violations(
         )
         cut = [row for row in held if row[2] in ("expired", "superseded")]
         event.cut = len(cut)
-        resumed = [row for row in held if row[3] and row[2] == "succeeded" and row[4] > 0]
+        # Taken back by its runner: resumed after its lease was expired, or — its lease
+        # lapsed but not yet expired by a scheduler the load delayed, or kept alive by a
+        # heartbeat the server answered late — still its holder's when the late call came,
+        # nobody having leased the job since. Either way no one else's work was overwritten.
+        resumed = [
+            row for row in held if row[3] and row[2] == "succeeded" and (row[4] > 0 or not row[5])
+        ]
         event.resumed = len(resumed) if may_resume else 0
         wrong = [
             row[:3]
