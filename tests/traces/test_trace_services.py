@@ -16,6 +16,7 @@ from runners.models import JobStatus, RunnerJob
 from scorecards.services import result_submit, run_cancel
 from scorecards.traces.models import CaseTrace
 from scorecards.traces.models import TraceEvent as Stored
+from scorecards.traces.selectors import case_attempt, trace_page
 from scorecards.traces.services import trace_report
 from scorecards.traces.steps import current_step
 from tests.suites import completed, pair, start, suite
@@ -195,3 +196,28 @@ def test_the_trace_says_the_current_step_and_what_was_spent(leased: dict[str, An
         "cost_usd": 0.25,
         "final": True,
     }
+
+
+def test_a_page_holds_only_the_events_its_trace_row_covers(
+    leased: dict[str, Any], alice: Any
+) -> None:
+    # A report writes its events and the trace row in one transaction, but a page reads
+    # them in two statements: events it finds past the row it read wait for the next page.
+    job = RunnerJob.objects.get(pk=leased["job_id"])
+    where = case_attempt(user=alice, run_id=job.run_id, key=job.case_key)
+    attempt_id = job.current_attempt_id
+    assert attempt_id is not None
+    assert trace_page(where).events == [] and trace_page(where).trace is None
+    early = Stored.objects.create(
+        attempt_id=attempt_id, seq=0, ts=1_000, kind="message", name="assistant"
+    )
+    assert trace_page(where).events == []  # the row the events belong to is not there yet
+    early.delete()
+
+    call = event(0, "tool_call", "Bash", id="t1", input={"command": "make"})
+    trace_report(**leased, events=[call, event(1)])
+    Stored.objects.create(attempt_id=attempt_id, seq=2, ts=1_002, kind="message", name="assistant")
+
+    page = trace_page(where)
+    assert [e.seq for e in page.events] == [0, 1] and page.trace is not None
+    assert page.trace.last_seq == 1 and not page.more
