@@ -27,6 +27,14 @@ from django.middleware import clickjacking, common, csrf, security
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS", "TRACE")
 
 
+async def hook(call: Any, in_thread: bool, *args: Any) -> Any:
+    """A middleware hook's answer: in the request's thread for sync code (as Django runs
+    every hook), or on the loop."""
+    if in_thread:
+        return await sync_to_async(call, thread_sensitive=True)(*args)
+    return call(*args)
+
+
 class OnTheLoop:
     """`MiddlewareMixin.__acall__` with its hooks called on the loop (mix in first)."""
 
@@ -35,18 +43,12 @@ class OnTheLoop:
     async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
         response = None
         if (process_request := getattr(self, "process_request", None)) is not None:
-            if self.request_needs_thread(request):
-                response = await sync_to_async(process_request, thread_sensitive=True)(request)
-            else:
-                response = process_request(request)
+            in_thread = self.request_needs_thread(request)
+            response = await hook(process_request, in_thread, request)
         response = response or await self.get_response(request)
         if (process_response := getattr(self, "process_response", None)) is not None:
-            if self.response_needs_thread(request, response):
-                response = await sync_to_async(process_response, thread_sensitive=True)(
-                    request, response
-                )
-            else:
-                response = process_response(request, response)
+            in_thread = self.response_needs_thread(request, response)
+            response = await hook(process_response, in_thread, request, response)
         return response
 
     def request_needs_thread(self, request: HttpRequest) -> bool:
@@ -88,10 +90,8 @@ class CsrfViewMiddleware(OnTheLoop, csrf.CsrfViewMiddleware):
     async def _process_view_async(
         self, request: HttpRequest, callback: Any, args: Any, kwargs: Any
     ) -> HttpResponseBase | None:
-        check = super().process_view
-        if request.method in SAFE_METHODS or getattr(callback, "csrf_exempt", False):
-            return check(request, callback, args, kwargs)
-        return await sync_to_async(check, thread_sensitive=True)(request, callback, args, kwargs)
+        on_loop = request.method in SAFE_METHODS or getattr(callback, "csrf_exempt", False)
+        return await hook(super().process_view, not on_loop, request, callback, args, kwargs)
 
     def request_needs_thread(self, request: HttpRequest) -> bool:
         return settings.CSRF_USE_SESSIONS  # the secret is in the session
