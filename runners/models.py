@@ -173,7 +173,10 @@ class RunnerJob(models.Model):
     runner = models.ForeignKey(
         Runner, null=True, blank=True, on_delete=models.CASCADE, related_name="pinned_jobs"
     )
-    run = models.ForeignKey("scorecards.Run", on_delete=models.CASCADE, related_name="jobs")
+    # Indexed by runnerjob_run_seq_unique, which leads with it.
+    run = models.ForeignKey(
+        "scorecards.Run", on_delete=models.CASCADE, related_name="jobs", db_index=False
+    )
     seq = models.PositiveIntegerField(help_text="Admission order within the run.")
     case_key = models.CharField(max_length=200)
     repeat = models.PositiveSmallIntegerField(
@@ -250,7 +253,10 @@ class AttemptStatus(models.TextChoices):
 class JobAttempt(models.Model):
     """The ledger: one row per physical execution of a job, named by its lease epoch."""
 
-    job = models.ForeignKey(RunnerJob, on_delete=models.CASCADE, related_name="attempt_set")
+    # Indexed by jobattempt_job_epoch_unique, which leads with it.
+    job = models.ForeignKey(
+        RunnerJob, on_delete=models.CASCADE, related_name="attempt_set", db_index=False
+    )
     epoch = models.PositiveIntegerField()
     runner = models.ForeignKey(Runner, null=True, on_delete=models.SET_NULL, related_name="+")
     status = models.CharField(
@@ -334,7 +340,10 @@ class JobLogLine(models.Model):
     """A log line pushed by the runner for a job; its id is the run log's sequence number."""
 
     job = models.ForeignKey(RunnerJob, on_delete=models.CASCADE, related_name="log_lines")
-    run = models.ForeignKey("scorecards.Run", on_delete=models.CASCADE, related_name="log_lines")
+    # Indexed by joblogline_run_seq, which leads with it.
+    run = models.ForeignKey(
+        "scorecards.Run", on_delete=models.CASCADE, related_name="log_lines", db_index=False
+    )
     epoch = models.PositiveIntegerField()
     at = models.DateTimeField(default=timezone.now)
     line = models.TextField()

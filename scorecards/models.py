@@ -57,7 +57,10 @@ class Workspace(models.Model):
 
 
 class Membership(models.Model):
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
+    # Indexed by membership_unique, which leads with it.
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="memberships", db_index=False
+    )
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
     )
@@ -84,7 +87,10 @@ class Membership(models.Model):
 class HarnessVersion(models.Model):
     """An immutable version of a harness: how to run one case."""
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="harnesses")
+    # Indexed by harnessversion_unique, which leads with it.
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="harnesses", db_index=False
+    )
     name = models.CharField(max_length=100)
     version = models.PositiveIntegerField()
     spec = models.JSONField()
@@ -132,7 +138,10 @@ class HarnessVersion(models.Model):
 class DatasetVersion(models.Model):
     """An immutable version of a dataset: cases with expected outputs."""
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="datasets")
+    # Indexed by datasetversion_unique, which leads with it.
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="datasets", db_index=False
+    )
     name = models.CharField(max_length=100)
     version = models.PositiveIntegerField()
     created_by = models.ForeignKey(
@@ -154,7 +163,10 @@ class DatasetVersion(models.Model):
 
 
 class Case(models.Model):
-    dataset = models.ForeignKey(DatasetVersion, on_delete=models.CASCADE, related_name="cases")
+    # Indexed by case_key_unique, which leads with it.
+    dataset = models.ForeignKey(
+        DatasetVersion, on_delete=models.CASCADE, related_name="cases", db_index=False
+    )
     position = models.PositiveIntegerField()
     key = models.CharField(max_length=200)
     input = models.JSONField(default=dict)
@@ -194,8 +206,14 @@ class RunQuerySet(models.QuerySet["Run"]):
 class Run(models.Model):
     """A scorecard run: one harness version over one dataset version on a runtime."""
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="runs")
-    harness = models.ForeignKey(HarnessVersion, on_delete=models.PROTECT, related_name="runs")
+    # Indexed by run_ws_created, which leads with it.
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="runs", db_index=False
+    )
+    # Indexed by run_history, which leads with it.
+    harness = models.ForeignKey(
+        HarnessVersion, on_delete=models.PROTECT, related_name="runs", db_index=False
+    )
     dataset = models.ForeignKey(DatasetVersion, on_delete=models.PROTECT, related_name="runs")
     runtime = models.CharField(max_length=50)
     # The resolved runner for `self:<id>`; null for `self:any`.
@@ -292,7 +310,8 @@ class Verdict(models.TextChoices):
 class CaseResult(models.Model):
     """The settled outcome of one case of a run, scored by the server."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
+    # Indexed by caseresult_unique, which leads with it.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results", db_index=False)
     case = models.ForeignKey(Case, on_delete=models.PROTECT, related_name="+")
     repeat = models.PositiveSmallIntegerField(default=0)
     # Settlement order within the run, given under the run's row lock: a cursor over it is

@@ -16,8 +16,9 @@ class Blob(models.Model):
     """Bytes a workspace holds, by their SHA-256. The same bytes in two workspaces are two
     blobs: nothing reveals one workspace's blobs to another."""
 
+    # Indexed by blob_unique, which leads with it.
     workspace = models.ForeignKey(
-        "scorecards.Workspace", on_delete=models.CASCADE, related_name="blobs"
+        "scorecards.Workspace", on_delete=models.CASCADE, related_name="blobs", db_index=False
     )
     sha256 = models.CharField(max_length=64)
     size = models.PositiveBigIntegerField()
@@ -41,8 +42,9 @@ class BlobUpload(models.Model):
     """An upload in progress: its chunks are staged in the blob storage itself, so that any
     replica sharing it resumes what another one received."""
 
+    # Indexed by blobupload_unique, which leads with it.
     workspace = models.ForeignKey(
-        "scorecards.Workspace", on_delete=models.CASCADE, related_name="+"
+        "scorecards.Workspace", on_delete=models.CASCADE, related_name="+", db_index=False
     )
     sha256 = models.CharField(max_length=64)
     received = models.PositiveBigIntegerField(default=0)
@@ -65,8 +67,9 @@ class BlobUpload(models.Model):
 class Artifact(models.Model):
     """A file a case left, named by its result and kept as a blob of the run's workspace."""
 
+    # Indexed by artifact_unique, which leads with it.
     result = models.ForeignKey(
-        "scorecards.CaseResult", on_delete=models.CASCADE, related_name="artifacts"
+        "scorecards.CaseResult", on_delete=models.CASCADE, related_name="artifacts", db_index=False
     )
     path = models.CharField(max_length=1024)
     blob = models.ForeignKey(Blob, on_delete=models.PROTECT, related_name="artifacts")

@@ -19,8 +19,9 @@ class JudgementState(models.TextChoices):
 
 
 class Judgement(models.Model):
+    # Indexed by judgement_unique_vote, which leads with it.
     result = models.ForeignKey(
-        "scorecards.CaseResult", on_delete=models.CASCADE, related_name="judgements"
+        "scorecards.CaseResult", on_delete=models.CASCADE, related_name="judgements", db_index=False
     )
     vote = models.PositiveSmallIntegerField()
     # The judge job answering this vote now; a retry points it at a new one.

@@ -21,8 +21,9 @@ DECIDING = (ReviewAction.PASS, ReviewAction.FAIL, ReviewAction.CONFIRM)
 
 
 class Review(models.Model):
+    # Indexed by review_result_action, which leads with it.
     result = models.ForeignKey(
-        "scorecards.CaseResult", on_delete=models.CASCADE, related_name="reviews"
+        "scorecards.CaseResult", on_delete=models.CASCADE, related_name="reviews", db_index=False
     )
     by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"

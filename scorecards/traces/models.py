@@ -51,7 +51,10 @@ class CaseTrace(models.Model):
 class TraceEvent(models.Model):
     """One event of an attempt's trace, as the runner numbered it."""
 
-    attempt = models.ForeignKey("runners.JobAttempt", on_delete=models.CASCADE, related_name="+")
+    # Indexed by traceevent_attempt_seq, which leads with it.
+    attempt = models.ForeignKey(
+        "runners.JobAttempt", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     seq = models.PositiveIntegerField()
     ts = models.BigIntegerField(help_text="Epoch milliseconds.")
     kind = models.CharField(max_length=16)
@@ -94,7 +97,10 @@ class CaseScreens(models.Model):
 class ScreenFrame(models.Model):
     """A frame the filmstrip keeps: the `n`-th its attempt sent, a blob of the workspace."""
 
-    attempt = models.ForeignKey("runners.JobAttempt", on_delete=models.CASCADE, related_name="+")
+    # Indexed by screenframe_attempt_n, which leads with it.
+    attempt = models.ForeignKey(
+        "runners.JobAttempt", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     n = models.PositiveIntegerField()
     taken_at = models.BigIntegerField(help_text="Epoch milliseconds, as the runner saw it.")
     received_at = models.DateTimeField(default=timezone.now)
