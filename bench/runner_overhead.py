@@ -9,7 +9,9 @@ Baseline, in the same run: a bare asyncio loop spawning the same N processes
 (`asyncio.create_subprocess_exec("/bin/echo", "ok")`, output read), 8 at a time. Target: the
 runner at ≥ 40 % of the bare rate. Beside it: MCP calls per case (POST /mcp lines in daphne's
 access log) and CPU seconds per case of the server process and of the runner process, and
-each pipeline stage's wall time per case as the runner clocks it (`EVERDICT_STAGE_TIMES`):
+PostgreSQL's (its server processes, when on this machine), the machine's busy share meanwhile
+and the most its cores allow at what a case costs in all these processes; and each pipeline
+stage's wall time per case as the runner clocks it (`EVERDICT_STAGE_TIMES`):
 what a stage the case does not use (repo, services, trace, screens, files) costs it, target
 ≈ 0, beside a bare spawn's time in its slot. `deliver` includes the wait for the server to
 take the report, which no longer holds the slot; wall times include waiting for the event
@@ -56,6 +58,10 @@ class Measured:
     # The runner's (or the bare loop's) own CPU, and its case processes' (reaped children).
     runner_cpu_s: float = 0.0
     cases_cpu_s: float = 0.0
+    # PostgreSQL's server processes on this machine (None when it is elsewhere), and the
+    # share of the machine's cores busy meanwhile, whoever kept them busy.
+    database_cpu_s: float | None = None
+    busy: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -183,6 +189,8 @@ def measure_runner(
     calls_before = _mcp_posts(server)
     server_before = server.cpu_seconds()
     runner_before, cases_before = _cpu(runner_ps)
+    database = _database_cpu if scratch.is_postgres else lambda: None
+    database_before, machine_before = database(), _machine_cpu()
     with httpx2.Client(base_url=server.url, headers=headers, timeout=60) as http:
         began = time.perf_counter()
         reply = http.post(
@@ -201,6 +209,7 @@ def measure_runner(
         took = time.perf_counter() - began
     server_cpu = server.cpu_seconds() - server_before
     runner_after, cases_after = _cpu(runner_ps)
+    database_after, machine_after = database(), _machine_cpu()
     for spy in spies:
         spy.popen.send_signal(signal.SIGINT)
         spy.popen.wait(30)
@@ -220,6 +229,12 @@ def measure_runner(
         server_cpu_s=server_cpu,
         runner_cpu_s=runner_after - runner_before,
         cases_cpu_s=cases_after - cases_before,
+        database_cpu_s=(
+            None
+            if database_before is None or database_after is None
+            else database_after - database_before
+        ),
+        busy=(machine_after - machine_before) / took / (os.cpu_count() or 1),
     )
 
 
@@ -242,6 +257,52 @@ def _cpu(process: Any) -> tuple[float, float]:
     """The process's own CPU seconds, and its reaped children's."""
     times = process.cpu_times()
     return times.user + times.system, times.children_user + times.children_system
+
+
+def _ceiling(whole: Measured, bare: Measured) -> str:
+    """What the machine was doing, and the most its cores allow at what a case costs."""
+    cores = os.cpu_count() or 1
+    spent = whole.server_cpu_s + whole.runner_cpu_s + whole.cases_cpu_s
+    spent += whole.database_cpu_s or 0.0
+    per_case_ms = spent / (whole.cases or 1) * 1000
+    most = cores * 1000 / per_case_ms if per_case_ms else 0.0
+    return (
+        f"the machine {whole.busy:.0%} busy on its {cores} cores meanwhile; a case costs"
+        f" {per_case_ms:.2f} ms of CPU in these processes, so {cores} cores fully used allow"
+        f" at most {most:.0f} cases/s ({most / bare.rate:.0%} of bare)"
+    )
+
+
+def _database_cpu() -> float | None:
+    """CPU seconds of the PostgreSQL server processes on this machine (None when there are
+    none this user may read: the database is elsewhere, or on SQLite)."""
+    import psutil
+
+    total, seen = 0.0, False
+    for process in psutil.process_iter(["name"]):
+        if process.info["name"] != "postgres":
+            continue
+        try:
+            times = process.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+        seen = True
+    return total if seen else None
+
+
+def _machine_cpu() -> float:
+    """CPU seconds the machine's cores spent busy, by anyone."""
+    import psutil
+
+    times = psutil.cpu_times()
+    return float(
+        times.user
+        + times.system
+        + getattr(times, "nice", 0.0)
+        + getattr(times, "irq", 0.0)
+        + getattr(times, "softirq", 0.0)
+    )
 
 
 def _py_spy(pid: int, out: Path) -> Proc:
@@ -311,7 +372,14 @@ def main() -> None:
         f" {bare.runner_cpu_s / bare.cases * 1000:.2f} ms); the cases' processes"
         f" {whole.cases_cpu_s / per_case * 1000:.2f} ms (bare"
         f" {bare.cases_cpu_s / bare.cases * 1000:.2f} ms)"
+        + (
+            ""
+            if whole.database_cpu_s is None
+            else f"; PostgreSQL {whole.database_cpu_s / per_case * 1000:.2f} ms"
+        )
     )
+    ceiling = _ceiling(whole, bare)
+    print(ceiling)
     stages = _stage_lines(times, bare, args.concurrency)
     for line in stages:
         print(line)
@@ -331,6 +399,7 @@ def main() -> None:
         f" (bare loop {bare.runner_cpu_s / bare.cases * 1000:.2f} ms);"
         f" {_stage_note(times)}"
     )
+    summary.notes.append(ceiling)
     finish(summary, args)
 
 

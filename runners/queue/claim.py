@@ -104,26 +104,32 @@ def _claimable_filter(runner: Runner, now: datetime) -> Q:
 def _claimable(runner: Runner, limit: int) -> list[RunnerJob]:
     """The claim's candidates on SQLite, whose IMMEDIATE transaction already holds the single
     write lock; it has no JSON containment, so capabilities and features are filtered here in
-    batches."""
-    base = (
-        RunnerJob.objects.filter(_claimable_filter(runner, timezone.now()))
-        .select_related("batch")
-        .order_by("created_at", "id")
+    batches, on the candidates' ids and needs alone. Only the jobs chosen are read whole,
+    with their batch: a run's queue holds up to its concurrency of jobs, each naming the
+    batch's shared harness, and a claim takes a few."""
+    base = RunnerJob.objects.filter(_claimable_filter(runner, timezone.now())).order_by(
+        "created_at", "id"
     )
     have = set(runner.capabilities or [])
-    found: list[RunnerJob] = []
+    chosen: list[int] = []
     offset = 0
-    while len(found) < limit:
-        batch = list(base[offset : offset + _SQLITE_CANDIDATE_BATCH])
-        found.extend(
-            j
-            for j in batch
-            if set(j.required_capabilities or []) <= have and runner.has_features(j.needs_features)
+    while len(chosen) < limit:
+        batch = list(
+            base.values_list("pk", "required_capabilities", "needs_features")[
+                offset : offset + _SQLITE_CANDIDATE_BATCH
+            ]
+        )
+        chosen.extend(
+            pk
+            for pk, needs, features in batch
+            if set(needs or []) <= have and runner.has_features(features)
         )
         if len(batch) < _SQLITE_CANDIDATE_BATCH:
             break
         offset += _SQLITE_CANDIDATE_BATCH
-    return found[:limit]
+    if not chosen:
+        return []
+    return list(base.filter(pk__in=chosen[:limit]).select_related("batch"))
 
 
 def _claim_select(runner: Runner, limit: int) -> tuple[str, list[Any]]:

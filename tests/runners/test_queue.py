@@ -285,6 +285,31 @@ def test_claims_respect_required_capabilities(alice: Any, workspace: Any) -> Non
     assert plain.capabilities == ["claude", "python"]
 
 
+def test_a_claim_looks_past_candidates_the_runner_cannot_run(
+    alice: Any, workspace: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The oldest jobs need what the runner lacks: it still gets the one it can run, whole,
+    however many candidates come before it (on SQLite they are looked at in batches)."""
+    from runners.queue import claim
+    from tests.suites import ECHO_SPEC
+
+    monkeypatch.setattr(claim, "_SQLITE_CANDIDATE_BATCH", 3)
+    suite(alice, spec={**ECHO_SPEC, "capabilities": ["claude"]}, name="needs-claude", cases=7)
+    suite(alice, name="plain", cases=2)
+    plain = pair(alice, "plain", ["python"])
+    smart = pair(alice, "smart", ["python", "claude"])
+    start(alice, None, harness="needs-claude", dataset="needs-claude", concurrency=7)
+    run = start(alice, None, harness="plain", dataset="plain", concurrency=2)
+    leased = queue.job_lease(runner=plain, max_jobs=8)
+    assert [(g.job.run_id, g.job.case_key) for g in leased] == [(run.pk, "c0"), (run.pk, "c1")]
+    assert leased[0].case_job.harness.spec.command == ECHO_SPEC["command"]
+    assert [g.job.case_key for g in queue.job_lease(runner=smart, max_jobs=3)] == [
+        "c0",
+        "c1",
+        "c2",
+    ]
+
+
 def test_a_job_of_each_workspace_reaches_alices_one_runner(alice: Any, laptop: Any) -> None:
     from scorecards.services import workspace_create
 
