@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import cache
 from typing import TYPE_CHECKING
 
-from django.contrib.auth import get_user_model
-from django.db import connections
 from django.utils import timezone
 
 from accounts import tokens
@@ -61,44 +58,13 @@ def api_key_authenticate(secret: str) -> ApiKey | None:
     return api_key
 
 
-# Every API call looks its key up, so the lookup is one indexed statement whose SQL is built
-# once: it is the query `ApiKey.objects.active().select_related("user").filter(key_hash=…)`
-# would run (the same columns, converted by the same field converters), without compiling
-# the queryset anew on each request, which costs several times the statement itself.
-@cache
-def _key_lookup(alias: str) -> tuple[str, prebuilt.Columns, prebuilt.Columns]:
-    quote = connections[alias].ops.quote_name
-    key, user = prebuilt.columns(ApiKey, alias), prebuilt.columns(get_user_model(), alias)
-    key_table, user_table = ApiKey._meta.db_table, get_user_model()._meta.db_table
-    selected = ", ".join(
-        [f"k.{quote(f.column)}" for f in ApiKey._meta.concrete_fields]
-        + [f"u.{quote(f.column)}" for f in get_user_model()._meta.concrete_fields]
-    )
-    user_pk = quote(get_user_model()._meta.pk.column)
-
-    columns = {f.name: f.column for f in ApiKey._meta.concrete_fields}
-
-    def column(name: str) -> str:
-        return f"k.{quote(columns[name])}"
-
-    sql = (
-        f"SELECT {selected} FROM {quote(key_table)} k "
-        f"JOIN {quote(user_table)} u ON u.{user_pk} = {column('user')} "
-        f"WHERE {column('key_hash')} = %s AND {column('revoked_at')} IS NULL"
-    )
-    return sql, key, user
-
-
 def _active_key_with_user(key_hash: str) -> ApiKey | None:
-    """The unrevoked key with this hash, its user loaded with it, in one statement."""
+    """The unrevoked key with this hash, its user loaded with it, in one statement.
+
+    Every API call looks its key up, so the statement is the one
+    `ApiKey.objects.active().select_related("user").filter(key_hash=…)` would run, built
+    once (`core.prebuilt`): compiling the queryset costs several times the statement."""
     alias = ApiKey.objects.db
-    sql, key, user = _key_lookup(alias)
-    with connections[alias].cursor() as cursor:
-        cursor.execute(sql, [key_hash])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    split = len(key.names)
-    api_key: ApiKey = key.instance(alias, row[:split])
-    api_key.user = user.instance(alias, row[split:])
-    return api_key
+    lookup = prebuilt.with_parent(ApiKey, "user", alias, ("key_hash",), ("revoked_at",))
+    found: ApiKey | None = lookup.get(alias, [key_hash])
+    return found

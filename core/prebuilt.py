@@ -139,3 +139,49 @@ def insert_many(objs: Sequence[M], alias: str) -> list[M]:
             obj._state.adding = False
             obj._state.db = alias
     return list(objs)
+
+
+@dataclass(frozen=True)
+class WithParent:
+    """One statement reading a row and the row its foreign key names, as
+    `objects.select_related(fk).filter(…)` would, built once (`with_parent`)."""
+
+    sql: str
+    row: Columns
+    parent: Columns
+    fk: str
+
+    def get(self, alias: str, params: Sequence[Any]) -> Any | None:
+        """The first row found (its parent set on it), or None."""
+        with connections[alias].cursor() as cursor:
+            cursor.execute(self.sql, list(params))
+            found = cursor.fetchone()
+        if found is None:
+            return None
+        split = len(self.row.names)
+        obj = self.row.instance(alias, found[:split])
+        setattr(obj, self.fk, self.parent.instance(alias, found[split:]))
+        return obj
+
+
+@cache
+def with_parent(
+    model: type[models.Model], fk: str, alias: str, equal: tuple[str, ...], null: tuple[str, ...]
+) -> WithParent:
+    """The statement reading a `model` row whose fields `equal` are the parameters given (in
+    order) and `null` are NULL, with the row its foreign key `fk` points to."""
+    quote = connections[alias].ops.quote_name
+    field = model._meta.get_field(fk)
+    parent_model = field.related_model
+    assert isinstance(parent_model, type) and issubclass(parent_model, models.Model)
+    row, parent = columns(model, alias), columns(parent_model, alias)
+    selected = ", ".join(row.select("r", alias) + parent.select("p", alias))
+    parent_pk = quote(parent_model._meta.pk.column)
+    conditions = [f"r.{column(model, name, alias)} = %s" for name in equal]
+    conditions += [f"r.{column(model, name, alias)} IS NULL" for name in null]
+    sql = (
+        f"SELECT {selected} FROM {table(model, alias)} r "
+        f"JOIN {table(parent_model, alias)} p ON p.{parent_pk} = r.{column(model, fk, alias)} "
+        f"WHERE {' AND '.join(conditions)}"
+    )
+    return WithParent(sql=sql, row=row, parent=parent, fk=fk)

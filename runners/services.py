@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts import tokens
+from core import prebuilt
 from core.errors import Invalid, NotFound
 from runnercli.protocol import (
     MAX_CAPABILITIES,
@@ -97,12 +98,12 @@ def runner_authenticate(token: str) -> Runner | None:
     """Return the active runner for a presented `rnr_` token, or None (revoked, unknown)."""
     if not token.startswith(tokens.RUNNER_TOKEN_PREFIX):
         return None
-    runner = (
-        Runner.objects.active()
-        .select_related("owner")
-        .filter(token_hash=tokens.digest(token))
-        .first()
-    )
+    # Every runner call (where its principal is not kept) looks its token up: the statement
+    # `Runner.objects.active().select_related("owner").filter(token_hash=…)` would run,
+    # built once.
+    alias = Runner.objects.db
+    lookup = prebuilt.with_parent(Runner, "owner", alias, ("token_hash",), ("revoked_at",))
+    runner: Runner | None = lookup.get(alias, [tokens.digest(token)])
     if runner is None or not tokens.matches(token, runner.token_hash):
         return None
     if not runner.owner.is_active:
