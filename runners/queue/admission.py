@@ -12,7 +12,7 @@ from itertools import chain, islice
 from typing import Any
 
 from django.db import connection, connections, transaction
-from django.db.models import Max, Subquery
+from django.db.models import Max
 from django.utils import timezone
 
 from core import prebuilt
@@ -209,18 +209,29 @@ def _park_many(
     return count
 
 
+@cache
+def _admit_sql(alias: str) -> str:
+    """The run's next pending jobs, in order, queued: written once per process."""
+    table = prebuilt.table(RunnerJob, alias)
+
+    def col(name: str) -> str:
+        return prebuilt.column(RunnerJob, name, alias)
+
+    return (
+        f"UPDATE {table} SET {col('status')} = %s, {col('queued_at')} = %s "
+        f"WHERE {col('id')} IN (SELECT {col('id')} FROM {table} "
+        f"WHERE {col('run')} = %s AND {col('status')} = %s ORDER BY {col('seq')} LIMIT %s)"
+    )
+
+
 def jobs_admit(*, run_id: int, owner_id: int, limit: int) -> int:
     """Move up to `limit` of the run's pending jobs to the queue, in order (one statement)."""
     if limit <= 0:
         return 0
-    next_ids = (
-        RunnerJob.objects.filter(run_id=run_id, status=JobStatus.PENDING)
-        .order_by("seq")
-        .values("pk")[:limit]
-    )
-    admitted = RunnerJob.objects.filter(pk__in=Subquery(next_ids)).update(
-        status=JobStatus.QUEUED, queued_at=timezone.now()
-    )
+    with connection.cursor() as cursor:
+        params: list[Any] = [JobStatus.QUEUED, timezone.now(), run_id, JobStatus.PENDING, limit]
+        cursor.execute(_admit_sql(connection.alias), params)
+        admitted = cursor.rowcount
     if admitted:
         wakeup.notify_owners([owner_id])
     return admitted

@@ -11,6 +11,7 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
+from core import prebuilt
 from runners import metrics
 from runners.models import AttemptStatus, JobAttempt, JobLogLine, JobStatus, Runner, RunnerJob
 from runners.queue.fence import RESUMED, Settlement, holds, refusal, take_back
@@ -81,11 +82,17 @@ def locked_jobs(job_ids: Sequence[int]) -> list[RunnerJob]:
     row locks): one written-out statement, no query compiled per call."""
     if not job_ids:
         return []
-    table = RunnerJob._meta.db_table
+    alias = RunnerJob.objects.db
+    job = prebuilt.columns(RunnerJob, alias)
     ids = ", ".join(["%s"] * len(job_ids))
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    sql = f"SELECT * FROM {table} WHERE id IN ({ids}) ORDER BY id{lock}"
-    return list(RunnerJob.objects.raw(sql, list(job_ids)))
+    sql = (
+        f"SELECT {', '.join(job.select('j', alias))} FROM {prebuilt.table(RunnerJob, alias)} j "
+        f"WHERE j.id IN ({ids}) ORDER BY j.id{lock}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, list(job_ids))
+        return [job.instance(alias, row) for row in cursor.fetchall()]
 
 
 def _settle_refusal(
@@ -152,7 +159,7 @@ def _record_settled(ended: list[tuple[RunnerJob, Outcome]], now: datetime) -> No
         now,
     )
     if lines:
-        JobLogLine.objects.bulk_create(lines)
+        prebuilt.insert_many(lines, JobLogLine.objects.db)
 
 
 def _jobs_end(jobs: list[RunnerJob], now: datetime) -> None:

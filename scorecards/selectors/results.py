@@ -8,9 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import F, Max, QuerySet
+from django.db import connections
+from django.db.models import F, QuerySet
 from django.db.models.functions import Length, Substr
 
+from core import prebuilt
 from core.errors import Invalid
 from core.fields import query_int
 from scorecards.models import CaseResult, Dispatched, Run, RunEvent, Verdict
@@ -41,8 +43,16 @@ def limit_parse(value: str | int | None) -> int:
 
 
 def last_result_seq(run: Run) -> int:
-    """The settlement number of the run's last result (0 before the first)."""
-    return CaseResult.objects.filter(run=run).aggregate(last=Max("seq"))["last"] or 0
+    """The settlement number of the run's last result (0 before the first): read on every
+    settle, so written out rather than compiled each time (`MAX` over the (run, seq) index)."""
+    alias = CaseResult.objects.db
+    table = prebuilt.table(CaseResult, alias)
+    seq = prebuilt.column(CaseResult, "seq", alias)
+    of_run = prebuilt.column(CaseResult, "run", alias)
+    with connections[alias].cursor() as cursor:
+        cursor.execute(f"SELECT MAX({seq}) FROM {table} WHERE {of_run} = %s", [run.pk])
+        row = cursor.fetchone()
+    return int(row[0] or 0)
 
 
 def results_of(run: Run, verdicts: Sequence[str] = ()) -> QuerySet[CaseResult]:
