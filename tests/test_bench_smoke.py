@@ -122,12 +122,14 @@ def test_the_runner_overhead_benchmark_runs_the_real_cli_beside_bare_spawns(
     assert "bare asyncio spawns" in row["baseline"]
     assert row["ratio"].endswith("%")
     # Calls and CPU per case are counted on the server and on the runner.
-    (note,) = result["notes"]
+    note, ceiling = result["notes"]
     assert "MCP calls per case" in note
     assert "runner" in note and "server" in note
     # Each stage's time per case, clocked by the runner.
     assert "wall ms per case by stage: " in note
     assert all(f" {stage} " in note for stage in ("files", "trace", "screens", "execute"))
+    # How busy the machine was, and the most its cores allow at what a case costs in all.
+    assert "busy on its" in ceiling and "cores fully used allow at most" in ceiling
 
 
 @pytest.mark.timeout(120)
