@@ -42,6 +42,7 @@ FORBIDDEN = (
     "Refused: the caller's role does not allow it, or a session request has no CSRF token.",
 )
 NOT_FOUND = (404, "Error", "Not found, or not visible to the caller.")
+NOT_ACCEPTABLE = (406, "Error", "No reply in a media type the Accept header allows.")
 UNSUPPORTED_MEDIA_TYPE = (415, "Error", "The body's content type is not accepted.")
 
 Declared = tuple[int, str, str]
@@ -85,6 +86,8 @@ class ErrorDeclaringAutoSchema(AutoSchema):
         located = {parameter["in"] for parameter in operation.get("parameters", [])}
         method = getattr(self.view, self.method.lower(), None)
         errors = list(getattr(method, "service_errors", ()))
+        # DRF negotiates the reply's media type before anything else, on every view.
+        errors.append(NOT_ACCEPTABLE)
         if "requestBody" in operation:
             errors += [BAD_INPUT, UNSUPPORTED_MEDIA_TYPE]
         elif "query" in located:

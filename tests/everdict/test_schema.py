@@ -47,9 +47,15 @@ def test_the_schema_declares_the_error_components(schema: dict[str, Any]) -> Non
 
 def test_each_operation_lists_only_the_errors_it_can_give(schema: dict[str, Any]) -> None:
     revoke_runner = declared(schema, "delete", "/api/runners/{runner_id}")
-    assert revoke_runner == {"204": "", "401": "Error", "403": "Error", "404": "Error"}
+    assert revoke_runner == {
+        "204": "",
+        "401": "Error",
+        "403": "Error",
+        "404": "Error",
+        "406": "Error",
+    }
     # A read without a body or path: nothing to be invalid, forbidden or missing.
-    assert set(declared(schema, "get", "/api/workspaces")) == {"200", "401"}
+    assert set(declared(schema, "get", "/api/workspaces")) == {"200", "401", "406"}
     assert declared(schema, "get", "/api/runs/{run_id}/logs")["400"] == "ValidationError"
     assert "403" not in declared(schema, "get", "/api/runs/{run_id}")
     assert declared(schema, "post", "/api/runners")["400"] == "ValidationError"
@@ -74,6 +80,7 @@ def test_the_error_replies_match_what_their_operation_declares(
     Workspace.objects.filter(pk=workspace.pk).update(run_quota=0)
     as_alice = {"Authorization": f"Bearer {api_key_create(user=alice).key}"}
     as_bob = {"Authorization": f"Bearer {api_key_create(user=bob).key}"}
+    as_s = {**as_alice, "Accept": "S"}  # a media type no renderer gives
     start = {"harness": "echo", "dataset": "echo", "runtime": f"self:{runner.pk}"}
     calls: list[tuple[str, str, str, Any, dict[str, str], int]] = [
         ("get", "/api/runners", "/api/runners", None, {}, 401),
@@ -90,6 +97,8 @@ def test_the_error_replies_match_what_their_operation_declares(
             409,
         ),
         ("post", "/api/workspaces/{slug}/runs", "/api/workspaces/acme/runs", start, as_alice, 429),
+        ("get", "/api/runs/{run_id}/trace", "/api/runs/1/trace", None, as_s, 406),
+        ("get", "/api/workspaces", "/api/workspaces", None, {"Accept": "S"}, 406),
     ]
     components = schema["components"]["schemas"]
     for method, operation, url, body, headers, status in calls:
