@@ -12,6 +12,7 @@ import random
 import signal
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cluster import Cluster, RunnerProcess
@@ -19,6 +20,11 @@ from soak_record import ChaosEvent
 
 if TYPE_CHECKING:
     from soak_report import Report, SoakConfig
+
+# How long a stopped runner's calls sent before the stop get to settle, and how long a
+# stop waits for a runner still executing a case (`Chaos._stop_holding`).
+SETTLE_S = 1.0
+STOP_HOLDING_S = 20.0
 
 KINDS = (
     "kill_runner",
@@ -89,7 +95,9 @@ class Chaos:
         return self.rng.choices(kinds, weights=[WEIGHTS[k] for k in kinds])[0]
 
     def _event(self, kind: str, target: str, **fields: Any) -> ChaosEvent:
-        event = ChaosEvent(kind=kind, at=time.time(), target=target, **fields)
+        """Record an event, struck now (or `at=` when it was)."""
+        fields.setdefault("at", time.time())
+        event = ChaosEvent(kind=kind, target=target, **fields)
         self.report.events.append(event)
         self._say(f"{kind} {target}")
         return event
@@ -130,37 +138,52 @@ class Chaos:
         self.cluster.start_runner(runner)  # the same token: the same runner comes back
 
     def _pause_runner(self) -> None:
-        runner = self._pick_runner()
-        assert runner.proc is not None
+        runner, groups, at = self._stop_holding(_runner_group)
         event = self._event(
-            "pause_runner", f"runner {runner.runner_id}", runner_id=runner.runner_id
+            "pause_runner", f"runner {runner.runner_id}", at=at, runner_id=runner.runner_id
         )
-        runner.proc.signal_group(signal.SIGSTOP)
-        time.sleep(self.config.pause_s)
-        runner.proc.signal_group(signal.SIGCONT)
+        time.sleep(max(0.0, self.config.pause_s - (time.time() - at)))
+        _signal_groups(groups, signal.SIGCONT)
         event.until = time.time()
         event.note = f"stopped {event.until - event.at:.1f}s"
 
     def _sleep_runner(self) -> None:
         """A laptop sleeps: the runner and the cases it runs stop together, past the lease."""
-        import psutil
-
-        runner = self._pick_runner()
-        assert runner.proc is not None
+        runner, groups, at = self._stop_holding(_runner_and_cases)
         event = self._event(
-            "sleep_runner", f"runner {runner.runner_id}", runner_id=runner.runner_id
+            "sleep_runner", f"runner {runner.runner_id}", at=at, runner_id=runner.runner_id
         )
-        # Each case leads a process group of its own, outside the runner's.
-        groups = {runner.proc.pid}
-        with contextlib.suppress(psutil.Error):
-            for child in psutil.Process(runner.proc.pid).children(recursive=True):
-                with contextlib.suppress(psutil.Error, OSError):
-                    groups.add(os.getpgid(child.pid))
-        _signal_groups(groups, signal.SIGSTOP)
-        time.sleep(self.config.sleep_s)
+        time.sleep(max(0.0, self.config.sleep_s - (time.time() - at)))
         _signal_groups(groups, signal.SIGCONT)
         event.until = time.time()
         event.note = f"asleep {event.until - event.at:.1f}s with {len(groups) - 1} case(s)"
+
+    def _stop_holding(
+        self, groups_of: Callable[[RunnerProcess], set[int]]
+    ) -> tuple[RunnerProcess, set[int], float]:
+        """A runner stopped (its process groups `groups_of` it) while it holds a case still
+        executing, and when: a lease whose result was on its way at the stop is settled
+        meanwhile, and a runner left holding only such leases is let go and another picked
+        (a loaded machine answers late). After STOP_HOLDING_S, the last one picked stays."""
+        deadline = time.monotonic() + STOP_HOLDING_S
+        while True:
+            runner = self._pick_runner()
+            groups = groups_of(runner)
+            at = time.time()
+            _signal_groups(groups, signal.SIGSTOP)
+            time.sleep(SETTLE_S)
+            if self._executing(runner.runner_id) or time.monotonic() > deadline:
+                return runner, groups, at
+            if self._done.is_set():
+                return runner, groups, at
+            _signal_groups(groups, signal.SIGCONT)
+            time.sleep(0.1)
+
+    def _executing(self, runner_id: int) -> int:
+        """How many attempts the runner holds that are still executing on the server."""
+        from runners.models import JobAttempt
+
+        return JobAttempt.objects.filter(runner_id=runner_id, status="executing").count()
 
     def _restart_replica(self) -> None:
         assert self.cluster is not None
@@ -209,6 +232,25 @@ class Chaos:
             max_concurrent=runner.max_concurrent,
             wait_ms=runner.wait_ms,
         )
+
+
+def _runner_group(runner: RunnerProcess) -> set[int]:
+    """The runner's process group (its cases, each leading a group of its own, run on)."""
+    assert runner.proc is not None
+    return {runner.proc.pid}
+
+
+def _runner_and_cases(runner: RunnerProcess) -> set[int]:
+    """The runner's process group and its cases' (each case leads a group of its own)."""
+    import psutil
+
+    assert runner.proc is not None
+    groups = {runner.proc.pid}
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process(runner.proc.pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error, OSError):
+                groups.add(os.getpgid(child.pid))
+    return groups
 
 
 def _signal_groups(groups: set[int], sig: int) -> None:
