@@ -54,6 +54,8 @@ class Measured:
     cases: int
     seconds: float
     mcp_calls: int = 0
+    # `lease_job` calls among them that leased at least one job (the server's counter).
+    lease_calls: int = 0
     server_cpu_s: float = 0.0
     # The runner's (or the bare loop's) own CPU, and its case processes' (reaped children).
     runner_cpu_s: float = 0.0
@@ -105,6 +107,19 @@ def _rusage(who: int) -> float:
 
 
 # ------------------------------------------------------------------------ whole path
+
+
+def _lease_calls(server: Server) -> int:
+    """`lease_job` calls the server has answered with jobs (`everdict_lease_calls_total`)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{server.url}/metrics", timeout=30) as reply:
+        text = reply.read().decode()
+    return sum(
+        int(float(line.rpartition(" ")[2]))
+        for line in text.splitlines()
+        if line.startswith("everdict_lease_calls_total{") and 'outcome="job"' in line
+    )
 
 
 def _mcp_posts(server: Server) -> int:
@@ -186,7 +201,7 @@ def measure_runner(
         if profile
         else []
     )
-    calls_before = _mcp_posts(server)
+    calls_before, leases_before = _mcp_posts(server), _lease_calls(server)
     server_before = server.cpu_seconds()
     runner_before, cases_before = _cpu(runner_ps)
     database = _database_cpu if scratch.is_postgres else lambda: None
@@ -214,7 +229,7 @@ def measure_runner(
         spy.popen.send_signal(signal.SIGINT)
         spy.popen.wait(30)
     time.sleep(0.3)  # daphne's access log is flushed
-    calls = _mcp_posts(server) - calls_before
+    calls, leases = _mcp_posts(server) - calls_before, _lease_calls(server) - leases_before
     if status != "succeeded":
         raise RuntimeError(
             f"run {run_id} is {status or 'still running'}:\n" + runner.log.read_text()[-3000:]
@@ -226,6 +241,7 @@ def measure_runner(
         cases=cases,
         seconds=took,
         mcp_calls=calls,
+        lease_calls=leases,
         server_cpu_s=server_cpu,
         runner_cpu_s=runner_after - runner_before,
         cases_cpu_s=cases_after - cases_before,
@@ -364,7 +380,8 @@ def main() -> None:
     print(
         f"runner CLI, --max-concurrent {args.concurrency}: {whole.cases} cases in"
         f" {whole.seconds:.3f} s = {whole.rate:.1f} cases/s ({ratio:.1%} of bare);"
-        f" {whole.mcp_calls / per_case:.2f} MCP calls/case ({whole.mcp_calls} POST /mcp)"
+        f" {whole.mcp_calls / per_case:.2f} MCP calls/case ({whole.mcp_calls} POST /mcp,"
+        f" {whole.lease_calls} of them leases)"
     )
     print(
         f"CPU per case: server {whole.server_cpu_s / per_case * 1000:.2f} ms; runner"
@@ -393,7 +410,8 @@ def main() -> None:
         met=ratio >= TARGET,
     )
     summary.notes.append(
-        f"{whole.mcp_calls / per_case:.2f} MCP calls per case;"
+        f"{whole.mcp_calls / per_case:.2f} MCP calls per case"
+        f" ({whole.lease_calls / per_case:.2f} leases);"
         f" CPU per case: server {whole.server_cpu_s / per_case * 1000:.2f} ms,"
         f" runner {whole.runner_cpu_s / per_case * 1000:.2f} ms"
         f" (bare loop {bare.runner_cpu_s / bare.cases * 1000:.2f} ms);"
