@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ from runnercli.config import mcp_url
 from runnercli.protocol import ResultReport
 
 SUFFIX = ".json"
+# Numbers the puts of this process (their temporary files' names).
+_PUTS = itertools.count()
 
 
 class SpoolError(Exception):
@@ -79,10 +82,9 @@ class Spool:
         )
         data = f'{head[:-1]}, "report": {report.model_dump_json()}}}'.encode()
         target = self.path_of(report)
-        # Its own name beside the target (one writer per job and epoch; the pid tells apart
-        # two runners sharing a config by mistake), created 0600: a result may carry
-        # confidential output.
-        temporary = target.with_name(f".{target.stem}.{os.getpid()}.tmp")
+        # A new file of its own beside the target (this process's and this put's), created
+        # 0600: a result may carry confidential output.
+        temporary = target.with_name(f".{target.stem}.{os.getpid()}.{next(_PUTS)}.tmp")
         try:
             fd = self._create(temporary)
             try:
@@ -104,7 +106,7 @@ class Spool:
 
     def _create(self, path: Path) -> int:
         """Open a new file 0600 in the spool, making the spool (0700) when it is missing."""
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
         try:
             return os.open(path, flags, 0o600)
         except FileNotFoundError:
