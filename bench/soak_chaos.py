@@ -138,33 +138,31 @@ class Chaos:
         self.cluster.start_runner(runner)  # the same token: the same runner comes back
 
     def _pause_runner(self) -> None:
-        runner, groups, at = self._stop_holding(_runner_group)
-        event = self._event(
-            "pause_runner", f"runner {runner.runner_id}", at=at, runner_id=runner.runner_id
+        self._stop_runner(
+            "pause_runner", _runner_group, self.config.pause_s, "stopped {seconds:.1f}s"
         )
-        time.sleep(max(0.0, self.config.pause_s - (time.time() - at)))
-        _signal_groups(groups, signal.SIGCONT)
-        event.until = time.time()
-        event.note = f"stopped {event.until - event.at:.1f}s"
 
     def _sleep_runner(self) -> None:
         """A laptop sleeps: the runner and the cases it runs stop together, past the lease."""
-        runner, groups, at = self._stop_holding(_runner_and_cases)
-        event = self._event(
-            "sleep_runner", f"runner {runner.runner_id}", at=at, runner_id=runner.runner_id
+        self._stop_runner(
+            "sleep_runner",
+            _runner_and_cases,
+            self.config.sleep_s,
+            "asleep {seconds:.1f}s with {cases} case(s)",
         )
-        time.sleep(max(0.0, self.config.sleep_s - (time.time() - at)))
-        _signal_groups(groups, signal.SIGCONT)
-        event.until = time.time()
-        event.note = f"asleep {event.until - event.at:.1f}s with {len(groups) - 1} case(s)"
 
-    def _stop_holding(
-        self, groups_of: Callable[[RunnerProcess], set[int]]
-    ) -> tuple[RunnerProcess, set[int], float]:
-        """A runner stopped (its process groups `groups_of` it) while it holds a case still
-        executing, and when: a lease whose result was on its way at the stop is settled
-        meanwhile, and a runner left holding only such leases is let go and another picked
-        (a loaded machine answers late). After STOP_HOLDING_S, the last one picked stays."""
+    def _stop_runner(
+        self,
+        kind: str,
+        groups_of: Callable[[RunnerProcess], set[int]],
+        seconds: float,
+        note: str,
+    ) -> None:
+        """Stop a runner (its process groups, `groups_of` it) for `seconds` while it holds a
+        case still executing. A lease whose result was on its way at the stop is settled
+        meanwhile: a runner left holding only such leases is let go and another picked (a
+        loaded machine answers late). After STOP_HOLDING_S, the last one picked stays. The
+        event's note is `note` with the `seconds` stopped and the `cases` stopped with it."""
         deadline = time.monotonic() + STOP_HOLDING_S
         while True:
             runner = self._pick_runner()
@@ -172,18 +170,27 @@ class Chaos:
             at = time.time()
             _signal_groups(groups, signal.SIGSTOP)
             time.sleep(SETTLE_S)
-            if self._executing(runner.runner_id) or time.monotonic() > deadline:
-                return runner, groups, at
-            if self._done.is_set():
-                return runner, groups, at
+            if (
+                self._executing(runner.runner_id)
+                or time.monotonic() > deadline
+                or self._done.is_set()
+            ):
+                break
             _signal_groups(groups, signal.SIGCONT)
             time.sleep(0.1)
+        event = self._event(kind, f"runner {runner.runner_id}", at=at, runner_id=runner.runner_id)
+        time.sleep(max(0.0, seconds - (time.time() - at)))
+        _signal_groups(groups, signal.SIGCONT)
+        event.until = time.time()
+        event.note = note.format(seconds=event.until - at, cases=len(groups) - 1)
 
-    def _executing(self, runner_id: int) -> int:
-        """How many attempts the runner holds that are still executing on the server."""
-        from runners.models import JobAttempt
+    def _executing(self, runner_id: int) -> bool:
+        """Whether the runner holds an attempt still executing on the server."""
+        from runners.models import AttemptStatus, JobAttempt
 
-        return JobAttempt.objects.filter(runner_id=runner_id, status="executing").count()
+        return JobAttempt.objects.filter(
+            runner_id=runner_id, status=AttemptStatus.EXECUTING
+        ).exists()
 
     def _restart_replica(self) -> None:
         assert self.cluster is not None
