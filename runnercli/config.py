@@ -12,13 +12,13 @@ import os
 import platform
 import shutil
 import sys
-import tempfile
 from importlib import metadata
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from runnercli.atomic import replace_file
 from runnercli.protocol import is_capability
 
 CONFIG_ENV = "EVERDICT_RUNNER_CONFIG"
@@ -92,17 +92,10 @@ def config_save(path: Path, config: RunnerConfig) -> None:
 
 def write_private(path: Path, payload: str) -> None:
     """Replace `path` with `payload` atomically, mode 0600, in a 0700 directory if new."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    # mkstemp creates the file 0600, so the token is never readable by others, not even briefly.
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".json", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(payload)
-        os.chmod(tmp_name, 0o600)
-        os.replace(tmp_name, path)
+        replace_file(path, payload.encode())
     except OSError as exc:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise ConfigError(f"cannot write {path}: {exc.strerror}") from exc
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 def os_name() -> str:

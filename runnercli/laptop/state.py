@@ -9,8 +9,6 @@ killed runner leaves it.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from runnercli.atomic import replace_file
 from runnercli.console.terminal import clean
 from runnercli.laptop.pidfile import PROC, ProcessId, this_process
 
@@ -96,15 +95,7 @@ def _same(a: RunnerState, b: RunnerState) -> bool:
 
 def write_private(path: Path, payload: str) -> None:
     """Replace `path` with `payload` atomically, mode 0600, in a 0700 directory if new."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(payload)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_file(path, payload.encode())
 
 
 def read_state(path: Path) -> RunnerState | None:

@@ -8,15 +8,14 @@ that enable it once one runs. Nothing here needs privileges, and nothing runs
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from runnercli.atomic import replace_file
 from runnercli.login_service.host import Host, ServicePaths
 from runnercli.login_service.launchd import LaunchdAgent
 from runnercli.login_service.systemd import SystemdUser
@@ -151,16 +150,10 @@ def uninstall(backend: Backend, *, echo: Echo) -> Report:
 
 def write_unit(path: Path, content: bytes) -> None:
     """Replace `path` atomically with `content`, mode 0644 (service managers read it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(content)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        replace_file(path, content, mode=0o644, directory_mode=0o755)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise LoginServiceError(f"cannot write {path}: {exc.strerror}") from exc
+        raise LoginServiceError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ holds it and no result waiting in the spool names it.
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
+
+from runnercli.atomic import replace_file
 
 # Where a blob's bytes are: a file, or the bytes themselves.
 Source = Path | bytes
@@ -43,7 +43,7 @@ class Shelf:
             return data
         path = self.directory / sha256
         if not path.exists():
-            _write(self.directory, path, data)
+            replace_file(path, data)
         return path
 
     def source(self, sha256: str) -> Source | None:
@@ -77,18 +77,3 @@ class Shelf:
         if self.directory is None or not self.directory.is_dir():
             return
         self.collect(path.name for path in self.directory.iterdir() if len(path.name) == 64)
-
-
-def _write(directory: Path, path: Path, data: bytes) -> None:
-    """Write `data` at `path` whole or not at all, readable by this user only."""
-    if not directory.is_dir():
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(directory, 0o700)
-    fd, name = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(name, path)
-    except BaseException:
-        Path(name).unlink(missing_ok=True)
-        raise

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import itertools
 import json
 import os
 from dataclasses import dataclass
@@ -32,13 +31,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from runnercli.atomic import replace_file, sync_directory
 from runnercli.case.artifacts.shelf import Shelf
 from runnercli.config import mcp_url
 from runnercli.protocol import ResultReport
 
 SUFFIX = ".json"
-# Numbers the puts of this process (their temporary files' names).
-_PUTS = itertools.count()
 
 
 class SpoolError(Exception):
@@ -82,37 +80,11 @@ class Spool:
         )
         data = f'{head[:-1]}, "report": {report.model_dump_json()}}}'.encode()
         target = self.path_of(report)
-        # A new file of its own beside the target (this process's and this put's), created
-        # 0600: a result may carry confidential output.
-        temporary = target.with_name(f".{target.stem}.{os.getpid()}.{next(_PUTS)}.tmp")
         try:
-            fd = self._create(temporary)
-            try:
-                try:
-                    _write_all(fd, data)
-                    if durable:
-                        os.fsync(fd)
-                finally:
-                    os.close(fd)
-                os.replace(temporary, target)
-            except BaseException:
-                temporary.unlink(missing_ok=True)
-                raise
-            if durable:
-                _sync_dir(self.directory)
+            replace_file(target, data, durable=durable)
         except OSError as exc:
             raise SpoolError(f"cannot write {target}: {exc.strerror or exc}") from exc
         return target
-
-    def _create(self, path: Path) -> int:
-        """Open a new file 0600 in the spool, making the spool (0700) when it is missing."""
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-        try:
-            return os.open(path, flags, 0o600)
-        except FileNotFoundError:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.chmod(self.directory, 0o700)
-            return os.open(path, flags, 0o600)
 
     def make_durable(self, report: ResultReport) -> bool:
         """Sync a result written by `put` to the disk (its content, then its name); False
@@ -126,7 +98,7 @@ class Spool:
             raise SpoolError(f"cannot sync {target}: {exc.strerror or exc}") from exc
         try:
             os.fsync(fd)
-            _sync_dir(self.directory)
+            sync_directory(self.directory)
         except OSError as exc:
             raise SpoolError(f"cannot sync {target}: {exc.strerror or exc}") from exc
         finally:
@@ -180,20 +152,3 @@ def _why(exc: Exception) -> str:
     if isinstance(exc, OSError):
         return exc.strerror or str(exc)
     return str(exc) or type(exc).__name__
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _sync_dir(directory: Path) -> None:
-    """Make the rename itself durable (a power cut, not only a crash, keeps the result)."""
-    if os.name != "posix":
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from runnercli.atomic import replace_file
 from runnercli.case.repo.owner import Owner, start_token
 
 
@@ -69,11 +69,8 @@ class Records:
         return self.directory / f"{topology_id}-{service}.log"
 
     def write(self, record: ProcessRecord) -> None:
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         path = self.path(record.topology_id, record.service)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(record)), encoding="utf-8")
-        os.replace(tmp, path)
+        replace_file(path, json.dumps(asdict(record)).encode())
 
     def forget(self, record: ProcessRecord) -> None:
         with contextlib.suppress(OSError):

@@ -15,13 +15,12 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from runnercli.atomic import replace_file
 from runnercli.case.trace.batches import TraceBatcher
 from runnercli.case.trace.sender import TraceSender
 from runnercli.config import mcp_url
@@ -138,13 +137,7 @@ class TraceOutbox:
         head |= {"title": kept.title, "job_id": kept.job_id, "lease_epoch": kept.lease_epoch}
         lines = [json.dumps(head)] + [e.model_dump_json() for e in kept.events]
         try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # type: ignore[union-attr]
-            fd, name = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=target.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write("\n".join(lines) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(name, target)
+            replace_file(target, ("\n".join(lines) + "\n").encode(), durable=True)
         except OSError as exc:
             self.session.status.event(f"⚠ {kept.title}: cannot keep its trace: {exc}")
             return None
