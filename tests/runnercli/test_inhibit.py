@@ -24,11 +24,18 @@ import pytest
 from runnercli.laptop.inhibit import Held, Inhibitor, InhibitorStatus, inhibitor_command
 from runnercli.laptop.pidfile import process_start
 
-FAKE_INHIBIT = """#!/bin/sh
-printf '%s\\n' "$@" > "{record}/argv.$$"
-while [ $# -gt 0 ]; do case "$1" in --*) shift ;; *) break ;; esac; done
+# Each run's argv is written aside and renamed into place: a test that sees the file sees all
+# of it, even when it stops the run right after.
+RECORD = (
+    """printf '%s\\n' "$@" > "{record}/.argv.$$" && mv "{record}/.argv.$$" "{record}/argv.$$"\n"""
+)
+FAKE_INHIBIT = (
+    "#!/bin/sh\n"
+    + RECORD
+    + """while [ $# -gt 0 ]; do case "$1" in --*) shift ;; *) break ;; esac; done
 exec "$@"
 """
+)
 
 
 def fake_inhibit(tmp_path: Path, body: str = FAKE_INHIBIT, name: str = "systemd-inhibit") -> str:
@@ -208,7 +215,7 @@ def test_the_real_systemd_inhibit_holds_or_says_why_not(tmp_path: Path) -> None:
 def test_on_macos_caffeinate_waits_on_the_runner_and_is_stopped_on_release(
     tmp_path: Path,
 ) -> None:
-    body = '#!/bin/sh\nprintf \'%s\\n\' "$@" > "{record}/argv.$$"\nexec sleep 60\n'
+    body = "#!/bin/sh\n" + RECORD + "exec sleep 60\n"
     path = fake_inhibit(tmp_path, body, name="caffeinate")
     assert inhibitor_command("darwin", 4242, path) == [
         str(tmp_path / "bin" / "caffeinate"), "-i", "-w", "4242",
