@@ -43,6 +43,8 @@ def _blob_storage_for_the_session(settings: Any) -> None:
 # it starts processes of its own on the test run's database (marked `engine`). A browser test
 # runs once too: what chromium shows of a page does not depend on the engine, and the services
 # and pages behind it are tested on both (their own tests, and the pages through the client).
+# `make test` runs the browser tests in the PostgreSQL pass when there is one (marked
+# `once_on_postgres` as well), so that its two passes take about as long.
 _DATABASE_FIXTURES = frozenset({"db", "transactional_db", "live_server"})
 
 
@@ -51,9 +53,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("engine") or item.get_closest_marker("django_db"):
             continue
-        if item.get_closest_marker("browser") or _DATABASE_FIXTURES.isdisjoint(
-            getattr(item, "fixturenames", ())
-        ):
+        if item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.once)
+            item.add_marker(pytest.mark.once_on_postgres)
+        elif _DATABASE_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.once)
 
 
