@@ -77,7 +77,7 @@ class StateFile:
         if self._written and _same(state, self.state):
             return False
         state = state.model_copy(update={"updated_at": self.clock()})
-        write_private(self.path, state.model_dump_json(indent=2) + "\n")
+        replace_file(self.path, (state.model_dump_json(indent=2) + "\n").encode())
         self.state = state
         self._written = True
         return True
@@ -91,11 +91,6 @@ class StateFile:
 
 def _same(a: RunnerState, b: RunnerState) -> bool:
     return a.model_dump(exclude={"updated_at"}) == b.model_dump(exclude={"updated_at"})
-
-
-def write_private(path: Path, payload: str) -> None:
-    """Replace `path` with `payload` atomically, mode 0600, in a 0700 directory if new."""
-    replace_file(path, payload.encode())
 
 
 def read_state(path: Path) -> RunnerState | None:
