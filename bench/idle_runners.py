@@ -425,13 +425,16 @@ def measure_n(
             child.start()
         try:
             deadline = time.monotonic() + n / args.ramp_rate + args.ramp_grace
-            parked = 0
+            parked, said = 0, time.monotonic()
             while time.monotonic() < deadline:
-                time.sleep(2)
+                time.sleep(0.25)
                 parked = int(scrape(server.url, "everdict_parked_long_polls"))
-                print(
-                    f"  {opened.value:>6} sessions open, {parked:>6} long-polls parked", flush=True
-                )
+                if parked >= n or time.monotonic() - said >= 2:
+                    print(
+                        f"  {opened.value:>6} sessions open, {parked:>6} long-polls parked",
+                        flush=True,
+                    )
+                    said = time.monotonic()
                 if parked >= n:
                     break
             time.sleep(args.settle)

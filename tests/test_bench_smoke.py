@@ -152,6 +152,7 @@ def test_the_idle_runners_benchmark_parks_runners_in_the_window_hello_offers(
     # On SQLite a job dispatched by the benchmark's own process wakes the server's parked
     # polls through its periodic re-check alone: shortened here.
     args += ["--wake-jobs", "3", "--client-procs", "2", "--recheck-s", "0.2"]
+    args += ["--hello-calls", "30"]
     result = bench("idle_runners", args, tmp_path)
     figures = [row["figure"] for row in result["rows"]]
     assert figures[:2] == [

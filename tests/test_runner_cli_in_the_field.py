@@ -127,15 +127,16 @@ def attempts(run_id: int) -> list[JobAttempt]:
 def test_a_busy_one_slot_runner_keeps_its_queue_and_a_run_queued_behind_it_passes(
     workspace: Any, alice: Any, tmp_path: Path
 ) -> None:
-    counts = counting_harness(alice, tmp_path, "three-seconds", "3")
+    # One slot, eight cases of 2 s: the second run's cases wait 12 s, past the idle timeout.
+    counts = counting_harness(alice, tmp_path, "two-seconds", "2")
     cases(alice, "six", [f"s{i}" for i in range(6)])
     cases(alice, "two", ["t0", "t1"])
     with served(tmp_path, alice, idle_timeout_s=8) as (api, _):
         runner_id = api.pair(tmp_path, "laptop", "laptop")
         runner = start_runner(tmp_path)
         try:
-            first = api.start_run("three-seconds", "six", f"self:{runner_id}", concurrency=2)
-            second = api.start_run("three-seconds", "two", "self:any", concurrency=2)
+            first = api.start_run("two-seconds", "six", f"self:{runner_id}", concurrency=2)
+            second = api.start_run("two-seconds", "two", "self:any", concurrency=2)
             done = [api.wait_run(first, timeout=90), api.wait_run(second, timeout=60)]
         finally:
             runner.stop(signal.SIGTERM)

@@ -38,6 +38,8 @@ field_process, field = live_server_fixtures(
     EVERDICT_LEASE_TTL_S=LEASE_TTL_S,
     # A writer gives up after a second: a held write lock is soon the server's refusal.
     EVERDICT_SQLITE_BUSY_TIMEOUT_S=1,
+    # A request waits 2 s for a connection from the pool before the refusal is answered.
+    EVERDICT_DB_POOL_TIMEOUT_S=2,
 )
 
 RESULT = {
