@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import lru_cache
+from statistics import NormalDist
 
 import numpy as np
-from scipy.stats import binomtest, false_discovery_control, fisher_exact, norm
 
 from scorecards.numbers.figures import CaseTest, Method, Significance, Verdict
 from scorecards.numbers.intervals import SEED, bootstrap_interval
@@ -28,7 +28,7 @@ PERMUTATIONS = 10_000
 # The same differences summed in another order differ by rounding: sums closer than this share
 # of the differences' total size are the same sum.
 _TIE = 1e-9
-_Z_SUM = float(norm.ppf(1 - ALPHA / 2) + norm.ppf(POWER))
+_Z_SUM = NormalDist().inv_cdf(1 - ALPHA / 2) + NormalDist().inv_cdf(POWER)
 _PP_DIGITS = 2
 
 
@@ -65,6 +65,8 @@ def mcnemar_p(better: int, worse: int) -> float:
     """Two-sided exact McNemar p-value: the discordant pairs' split against a fair coin."""
     if better + worse == 0:
         return 1.0
+    from scipy.stats import binomtest  # a compare's own: most of a second to import
+
     return float(binomtest(better, better + worse).pvalue)
 
 
@@ -140,6 +142,8 @@ def case_tests(*, a: Sequence[Tallied], b: Sequence[Tallied]) -> list[CaseTest]:
     ]
     if not p_values:
         return []
+    from scipy.stats import false_discovery_control
+
     adjusted = false_discovery_control(p_values, method="bh")
     # Thousands a compare, each two plain numbers made here: not validated again.
     return [
@@ -151,4 +155,6 @@ def case_tests(*, a: Sequence[Tallied], b: Sequence[Tallied]) -> list[CaseTest]:
 # A case's table is four small counts: a compare of 10,000 cases has few distinct ones.
 @lru_cache(maxsize=4096)
 def _fisher(passes_a: int, fails_a: int, passes_b: int, fails_b: int) -> float:
+    from scipy.stats import fisher_exact
+
     return float(fisher_exact([[passes_a, fails_a], [passes_b, fails_b]]).pvalue)

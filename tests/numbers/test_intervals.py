@@ -38,6 +38,16 @@ def test_the_wilson_interval_of_all_passed_stops_at_one() -> None:
     assert wilson_interval(passes=0, trials=10) == (0.0, round(1 - 10 / (10 + Z * Z), 4))
 
 
+def test_the_wilson_interval_is_scipys_for_every_count_up_to_60_trials() -> None:
+    from scipy.stats import binomtest
+
+    for trials in range(1, 61):
+        for passes in range(trials + 1):
+            ci = binomtest(passes, trials).proportion_ci(confidence_level=0.95, method="wilson")
+            expected = (round(float(ci.low), 4), round(float(ci.high), 4))
+            assert wilson_interval(passes=passes, trials=trials) == expected, (passes, trials)
+
+
 def test_no_trial_has_no_interval() -> None:
     assert wilson_interval(passes=0, trials=0) is None
 
