@@ -17,8 +17,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from core.errors import Invalid
-from runnercli.case.screens.watcher import is_whole, media_type
 from runnercli.protocol import MAX_SCREEN_BYTES, BlobRef, ScreenAck
+from runnercli.protocol.images import is_whole, media_type
 from runners import metrics
 from runners.models import Runner, RunnerJob
 from runners.queue.fence import refusal
