@@ -205,6 +205,10 @@ def test_the_api_answers_generated_input_without_a_server_error(
             if (case.path_parameters or {}).get("key_id") == own_key:
                 # Revoking the fuzzer's own key would end the test, not find a bug.
                 return
+            if case.headers:
+                # A Host the server does not serve is refused (400) before any API view, on
+                # every path alike (ALLOWED_HOSTS): framing, not an operation's input.
+                case.headers = {k: v for k, v in case.headers.items() if k.lower() != "host"}
             response = case.call(base_url=server.url, headers=headers, timeout=30)
             case.validate_response(response, checks=FUZZ_CHECKS)
 
