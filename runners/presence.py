@@ -37,6 +37,9 @@ class PresenceWriter:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        # Held across each write of status lines to the cache (never in the event loop): a
+        # line kept alive is written only while it is still the runner's newest.
+        self._write_lock = threading.Lock()
         self._due: set[int] = set()
         # Status lines to write again unchanged (to keep them from expiring), with the last
         # line written for each runner and when: runner id -> (status, monotonic time).
@@ -84,12 +87,16 @@ class PresenceWriter:
                 self._written[runner_id] = (status, now)
         return True
 
-    def status_written(self, runner_id: int, status: str) -> None:
-        """Remember the line just written for this runner, so repeating it costs nothing."""
-        with self._lock:
-            if len(self._written) >= MAX_REMEMBERED_STATUSES:
-                self._written.clear()
-            self._written[runner_id] = (status, time.monotonic())
+    def write_status(self, runner_id: int, status: str) -> None:
+        """Write this runner's status line now, and remember it, so repeating it costs
+        nothing; a keep-alive of an older line queued meanwhile is dropped."""
+        with self._write_lock:
+            with self._lock:
+                if len(self._written) >= MAX_REMEMBERED_STATUSES:
+                    self._written.clear()
+                self._written[runner_id] = (status, time.monotonic())
+                self._statuses_due.pop(runner_id, None)
+            cache.set(_status_key(runner_id), status, settings.EVERDICT_STATUS_TTL_S)
 
     def flush(self) -> int:
         """Write the collected refreshes now; returns how many runners were written."""
@@ -101,10 +108,18 @@ class PresenceWriter:
             for chunk in by_ids(Runner.objects.all(), "pk", due):
                 chunk.update(last_seen_at=now)
         if statuses:
-            cache.set_many(
-                {_status_key(pk): line for pk, line in statuses.items()},
-                settings.EVERDICT_STATUS_TTL_S,
-            )
+            with self._write_lock:
+                # A line written since it was queued is newer: it stays.
+                with self._lock:
+                    newest = {
+                        pk: line
+                        for pk, line in statuses.items()
+                        if (last := self._written.get(pk)) is not None and last[0] == line
+                    }
+                cache.set_many(
+                    {_status_key(pk): line for pk, line in newest.items()},
+                    settings.EVERDICT_STATUS_TTL_S,
+                )
         return len(due)
 
     async def _run(self) -> None:
@@ -147,9 +162,7 @@ def runner_touch(*, runner: Runner, status: str | None = None) -> None:
             ).update(last_seen_at=now)
         runner.last_seen_at = now
     if status:
-        line = status[:MAX_STATUS_CHARS]
-        cache.set(_status_key(runner.pk), line, settings.EVERDICT_STATUS_TTL_S)
-        presence_writer.status_written(runner.pk, line)
+        presence_writer.write_status(runner.pk, status[:MAX_STATUS_CHARS])
 
 
 def runner_touch_deferred(*, runner: Runner, status: str | None = None) -> bool:

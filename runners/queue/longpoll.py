@@ -149,8 +149,10 @@ async def _poll(
             remaining = deadline - time.monotonic()
             if leased or remaining <= 0:
                 return leased
-            # Later rounds only re-check; the capabilities were stored by the first.
+            # Later rounds only re-check; the capabilities were stored by the first, and so
+            # was the status: a line the runner sent since (a pause) is newer than this one.
             capabilities = features = None
+            status = ""
             # Parked: woken by a dispatch, a notification or the process's re-check task.
             # Nothing woke it by the deadline: answer empty; the runner's next poll claims.
             if not await waiter.wait(remaining):

@@ -18,6 +18,7 @@ from runners.models import JobStatus, RunnerJob
 from tests.live import LiveServer, ParkedPolls, wait_metric
 from tests.live import metric as sample
 from tests.mcpgateway.conftest import live_server_fixtures
+from tests.mcpgateway.mcp_client import call, rest, structured
 from tests.mcpgateway.test_runner_tools import ParkedLease, dispatch, pair_via_rest
 from tests.suites import suite
 
@@ -162,3 +163,24 @@ def test_a_dispatch_after_the_recheck_is_claimed_by_the_next_poll_at_once(
     poll.join(30)
     assert poll.reply is not None and poll.reply["job"]["run_id"] == run["id"]
     assert poll.answered_at - poll.asked_at < 1.0
+
+
+def test_a_parked_poll_woken_after_a_newer_status_leaves_the_newer_one_on_the_roster(
+    server: LiveServer, key: str
+) -> None:
+    laptop = pair_via_rest(server, key)
+    desk = pair_via_rest(server, key, label="desk")
+    poll = park(server, laptop["token"], 4_000)  # parked saying "idle"
+    # Meanwhile the runner pauses, and says so.
+    paused = "paused until 10:30 — Claude plan limit"
+    structured(call(server.url, laptop["token"], "hello", {"protocol": 2, "status": paused}))
+    claims = metric(server, 'everdict_claims_total{found="no"}')
+    dispatch(server, key, desk["id"])  # wakes the owner's parked polls; only the desk's
+    wait_metric(server.url, 'everdict_claims_total{found="no"}', claims + 1)
+
+    status, runners = rest(server.url, "GET", "/api/runners", key)
+    assert status == 200, runners
+    shown = {r["id"]: r["status"] for r in runners}
+    assert shown[laptop["id"]] == paused, "the woken poll re-checked; it said nothing new"
+    poll.join(15)
+    assert poll.reply is not None and poll.reply["job"] is None

@@ -132,6 +132,21 @@ def test_an_unchanged_status_line_is_only_kept_alive_in_the_batched_write(
     assert runner_statuses([desk.pk]) == {desk.pk: "running case 1"}, "a change shows at once"
 
 
+def test_a_line_kept_alive_never_lands_over_a_newer_one(
+    alice: Any, writer_running: None, settings: Any
+) -> None:
+    settings.EVERDICT_STATUS_TTL_S = 2
+    desk = pair(alice, label="desk")
+    runner = Runner.objects.get(pk=desk.pk)
+    runner_touch(runner=runner, status="running 1 job")
+    time.sleep(1.1)  # half its lifetime: a repeat is queued for the writer's next batch
+    assert runner_touch_deferred(runner=runner, status="running 1 job")
+    # The runner pauses before that batch is written: its roster line says so, and stays.
+    runner_touch(runner=runner, status="paused until 10:30 — Claude plan limit")
+    time.sleep(1.5)  # past the writer's next batch
+    assert runner_statuses([desk.pk]) == {desk.pk: "paused until 10:30 — Claude plan limit"}
+
+
 def test_a_runner_coming_online_is_not_deferred(alice: Any, writer_running: None) -> None:
     desk = pair(alice, label="desk")
     Runner.objects.filter(pk=desk.pk).update(last_seen_at=None)
