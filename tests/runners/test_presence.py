@@ -58,6 +58,13 @@ def writer_running() -> Iterator[None]:
         loop.close()
 
 
+@pytest.fixture
+def short_lived(alice: Any, writer_running: None, settings: Any) -> Runner:
+    """A runner whose status lines live 2 s, under a running presence writer."""
+    settings.EVERDICT_STATUS_TTL_S = 2
+    return Runner.objects.get(pk=pair(alice, label="desk").pk)
+
+
 def seen(runner: Any) -> Any:
     return Runner.objects.get(pk=runner.pk).last_seen_at
 
@@ -106,45 +113,39 @@ def test_a_recently_seen_runner_is_not_written_again(alice: Any) -> None:
 
 
 def test_an_unchanged_status_line_is_only_kept_alive_in_the_batched_write(
-    alice: Any, writer_running: None, settings: Any
+    short_lived: Runner,
 ) -> None:
-    settings.EVERDICT_STATUS_TTL_S = 2
-    desk = pair(alice, label="desk")
-    runner = Runner.objects.get(pk=desk.pk)
+    runner = short_lived
     runner_touch(runner=runner, status="idle")
-    assert runner_statuses([desk.pk]) == {desk.pk: "idle"}, "a new line is written at once"
+    assert runner_statuses([runner.pk]) == {runner.pk: "idle"}, "a new line is written at once"
 
-    cache.delete(f"everdict:runner-status:{desk.pk}")  # to see whether it is written again
+    cache.delete(f"everdict:runner-status:{runner.pk}")  # to see whether it is written again
     with CaptureQueriesContext(connection) as queries:
         assert runner_touch_deferred(runner=runner, status="idle")
     assert len(queries) == 0
-    assert runner_statuses([desk.pk]) == {}, "repeating the line writes nothing now"
+    assert runner_statuses([runner.pk]) == {}, "repeating the line writes nothing now"
 
     time.sleep(1.1)  # half its lifetime: written again, with the writer's next batch
     assert runner_touch_deferred(runner=runner, status="idle")
     give_up = time.monotonic() + 5
-    while time.monotonic() < give_up and not runner_statuses([desk.pk]):
+    while time.monotonic() < give_up and not runner_statuses([runner.pk]):
         time.sleep(0.1)
-    assert runner_statuses([desk.pk]) == {desk.pk: "idle"}
+    assert runner_statuses([runner.pk]) == {runner.pk: "idle"}
 
     assert not runner_touch_deferred(runner=runner, status="running case 1")
     runner_touch(runner=runner, status="running case 1")
-    assert runner_statuses([desk.pk]) == {desk.pk: "running case 1"}, "a change shows at once"
+    assert runner_statuses([runner.pk]) == {runner.pk: "running case 1"}, "a change shows at once"
 
 
-def test_a_line_kept_alive_never_lands_over_a_newer_one(
-    alice: Any, writer_running: None, settings: Any
-) -> None:
-    settings.EVERDICT_STATUS_TTL_S = 2
-    desk = pair(alice, label="desk")
-    runner = Runner.objects.get(pk=desk.pk)
+def test_a_line_kept_alive_never_lands_over_a_newer_one(short_lived: Runner) -> None:
+    runner = short_lived
     runner_touch(runner=runner, status="running 1 job")
     time.sleep(1.1)  # half its lifetime: a repeat is queued for the writer's next batch
     assert runner_touch_deferred(runner=runner, status="running 1 job")
     # The runner pauses before that batch is written: its roster line says so, and stays.
     runner_touch(runner=runner, status="paused until 10:30 — Claude plan limit")
     time.sleep(1.5)  # past the writer's next batch
-    assert runner_statuses([desk.pk]) == {desk.pk: "paused until 10:30 — Claude plan limit"}
+    assert runner_statuses([runner.pk]) == {runner.pk: "paused until 10:30 — Claude plan limit"}
 
 
 def test_a_runner_coming_online_is_not_deferred(alice: Any, writer_running: None) -> None:
