@@ -161,9 +161,14 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     else:
         DATABASES["default"]["CONN_MAX_AGE"] = _int("DB_CONN_MAX_AGE", 60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # Only the hot paths' statements (`core.prebuilt.cursor`) are ever prepared: from their
+    # second run on a connection. Django's own cursors bind on the client and prepare nothing.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 1)
     DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}{_TEST_DB_SUFFIX}"}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+EVERDICT_DB_PREPARE = env.bool("EVERDICT_DB_PREPARE", default=True)
 
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:

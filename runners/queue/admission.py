@@ -11,7 +11,7 @@ from functools import cache
 from itertools import chain, islice
 from typing import Any
 
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -168,7 +168,7 @@ def _batch_notifying(alias: str, park: _ParkRows, shared: dict[str, Any]) -> int
     batch = JobBatch(payload=shared, created_at=park.now)
     params = prebuilt.insert_params(batch, alias)
     params += [wakeup.CHANNEL, str(park.owner_id), park.admit > 0]
-    with connections[alias].cursor() as cursor:
+    with prebuilt.cursor(alias) as cursor:
         cursor.execute(_batch_sql(alias), params)
         batch_id: int = cursor.fetchone()[0]
     return batch_id
@@ -184,7 +184,7 @@ def _park_inline(
     params += [[key for key, _, _ in jobs], [repeat for _, repeat, _ in jobs]]
     params += [[json.dumps(payload) for _, _, payload in jobs]]
     params += [wakeup.CHANNEL, str(park.owner_id), park.admit > 0]
-    with connections[alias].cursor() as cursor:
+    with prebuilt.cursor(alias) as cursor:
         cursor.execute(_park_inline_sql(alias), params)
 
 
@@ -228,7 +228,7 @@ def jobs_admit(*, run_id: int, owner_id: int, limit: int) -> int:
     """Move up to `limit` of the run's pending jobs to the queue, in order (one statement)."""
     if limit <= 0:
         return 0
-    with connection.cursor() as cursor:
+    with prebuilt.cursor(connection.alias) as cursor:
         params: list[Any] = [JobStatus.QUEUED, timezone.now(), run_id, JobStatus.PENDING, limit]
         cursor.execute(_admit_sql(connection.alias), params)
         admitted = cursor.rowcount

@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, Q, Subquery
 from django.utils import timezone
 
+from core import prebuilt
 from runnercli.protocol import MAX_JOBS_PER_LEASE, CaseJob, Lease
 from runners import metrics
 from runners.models import AttemptStatus, JobAttempt, JobBatch, JobStatus, Runner, RunnerJob
@@ -175,7 +176,7 @@ def _claim_postgres(runner: Runner, limit: int) -> list[LeasedJob]:
     and pointed at a new executing attempt.
     """
     job_table = RunnerJob._meta.db_table
-    with connection.cursor() as cursor:
+    with prebuilt.cursor(connection.alias) as cursor:
         cursor.execute(*_claim_select(runner, limit))
         jobs = [_job_from_row(row) for row in cursor.fetchall()]
         if not jobs:

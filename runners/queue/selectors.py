@@ -6,6 +6,7 @@ from django.db import connection
 from django.db.models import Count, F, QuerySet
 from django.utils import timezone
 
+from core import prebuilt
 from runners.models import ACTIVE_JOB_STATUSES, JobKind, JobStatus, RunnerJob
 from runners.queue.rows import resume_window
 
@@ -30,7 +31,7 @@ def run_load(run_id: int) -> tuple[int, bool]:
         " AND kind = %s),"
         f" EXISTS (SELECT 1 FROM {table} WHERE run_id = %s AND status = %s)"
     )
-    with connection.cursor() as cursor:
+    with prebuilt.cursor(connection.alias) as cursor:
         statuses = [status.value for status in ACTIVE_JOB_STATUSES]
         case = JobKind.CASE.value
         cursor.execute(sql, [run_id, *statuses, case, run_id, JobStatus.PENDING.value])

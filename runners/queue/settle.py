@@ -88,7 +88,7 @@ def locked_jobs(job_ids: Sequence[int]) -> list[RunnerJob]:
     ids = ", ".join(["%s"] * len(job_ids))
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
     sql = f"{_jobs_select(alias)} WHERE j.id IN ({ids}) ORDER BY j.id{lock}"
-    with connection.cursor() as cursor:
+    with prebuilt.cursor(alias) as cursor:
         cursor.execute(sql, list(job_ids))
         return [job.instance(alias, row) for row in cursor.fetchall()]
 
@@ -203,5 +203,5 @@ def _update_each(
         f" UPDATE {table} SET {assign}, {also}"
         f" FROM given WHERE {table}.id = given.id"
     )
-    with connection.cursor() as cursor:
+    with prebuilt.cursor(connection.alias) as cursor:
         cursor.execute(sql, [value for row in rows for value in row] + [now])

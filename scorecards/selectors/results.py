@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connections
 from django.db.models import F, QuerySet
 from django.db.models.functions import Length, Substr
 
@@ -49,7 +48,7 @@ def last_result_seq(run: Run) -> int:
     table = prebuilt.table(CaseResult, alias)
     seq = prebuilt.column(CaseResult, "seq", alias)
     of_run = prebuilt.column(CaseResult, "run", alias)
-    with connections[alias].cursor() as cursor:
+    with prebuilt.cursor(alias) as cursor:
         cursor.execute(f"SELECT MAX({seq}) FROM {table} WHERE {of_run} = %s", [run.pk])
         row = cursor.fetchone()
     return int(row[0] or 0)

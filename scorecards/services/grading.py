@@ -16,6 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from core import prebuilt
 from runnercli.protocol import CaseResult, HarnessSpec, ResultReport
 from runners import metrics
 from runners.models import Runner
@@ -89,7 +90,7 @@ def _grading_rows(job_ids: Sequence[int], owner_id: int) -> dict[int, _GradingRo
     if not job_ids:
         return {}
     sql = _GRADING_SQL.format(ids=", ".join(["%s"] * len(job_ids)))
-    with connection.cursor() as cursor:
+    with prebuilt.cursor(connection.alias) as cursor:
         cursor.execute(sql, [owner_id, *job_ids])
         fetched = cursor.fetchall()
     spec_field = HarnessVersion._meta.get_field("spec")

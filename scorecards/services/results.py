@@ -93,7 +93,7 @@ def locked_runs_of(job_ids: Sequence[int]) -> dict[int, Run]:
     if not ids:
         return {}
     sql, (run_part, harness_part, user_part) = _locked_runs_sql(alias, len(ids))
-    with connections[alias].cursor() as cursor:
+    with prebuilt.cursor(alias) as cursor:
         cursor.execute(sql, ids)
         rows = cursor.fetchall()
     runs: dict[int, Run] = {}

@@ -67,7 +67,7 @@ def run_insert_reading_cases(run: Run, case_keys: Sequence[str] | None) -> list[
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             return [tuple(reader.values(alias, row)) for row in cursor.fetchall()]  # type: ignore[misc]
-    with connection.cursor() as cursor:
+    with prebuilt.cursor(alias) as cursor:
         cursor.execute(sql, prebuilt.insert_params(run, alias) + params)
         rows = cursor.fetchall()
     run.pk = rows[0][0]
@@ -98,7 +98,7 @@ def run_events_insert(run: Run, said: Sequence[tuple[str, str]], at: datetime) -
     params: list[Any] = []
     for e in events:
         params += [run.pk, field.get_db_prep_save(e.at, connection), e.level, e.message]
-    with connection.cursor() as cursor:
+    with prebuilt.cursor(alias) as cursor:
         cursor.execute(_events_sql(alias, len(events)), params)
         for e, (pk,) in zip(events, cursor.fetchall(), strict=True):
             e.pk = pk

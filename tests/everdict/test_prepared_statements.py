@@ -1,0 +1,102 @@
+"""On PostgreSQL the hot paths' own statements (`core.prebuilt.cursor`) are prepared on their
+connection from their second run, and a migration that changes a column they return does
+not leave them refused."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import DatabaseError, connection, transaction
+from django.test import override_settings
+
+from accounts.services import api_key_authenticate, api_key_create
+from tests.suites import pair, start, suite
+
+pytestmark = pytest.mark.postgres_only
+
+
+def _prepared() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _is_start_read(statement: str) -> bool:
+    return "FOR UPDATE OF w" in statement and "scorecards_membership" in statement
+
+
+@pytest.fixture
+def postgres() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("prepared statements are PostgreSQL's")
+
+
+@pytest.mark.django_db
+def test_a_run_start_prepares_its_read_on_its_second_run(
+    postgres: None, alice: Any, workspace: Any
+) -> None:
+    laptop = pair(alice)
+    suite(alice, cases=2)
+    start(alice, laptop)
+    assert not [s for s in _prepared() if _is_start_read(s)]
+    start(alice, laptop)
+    start(alice, laptop)
+    assert len([s for s in _prepared() if _is_start_read(s)]) == 1
+
+
+@pytest.mark.django_db
+@override_settings(EVERDICT_DB_PREPARE=False)
+def test_with_preparing_off_nothing_is_prepared(postgres: None, alice: Any, workspace: Any) -> None:
+    laptop = pair(alice)
+    suite(alice, cases=2)
+    for _ in range(3):
+        start(alice, laptop)
+    assert _prepared() == []
+
+
+@pytest.fixture
+def other_connection() -> Iterator[psycopg.Connection[Any]]:
+    """A second session on the test database, as a migration would run in."""
+    settings = connection.settings_dict
+    with psycopg.connect(
+        dbname=settings["NAME"],
+        host=settings["HOST"] or None,
+        port=settings["PORT"] or None,
+        user=settings["USER"] or None,
+        password=settings["PASSWORD"] or None,
+        autocommit=True,
+    ) as other:
+        yield other
+        # The test database is shared by the tests after this one, and so is this
+        # process's connection, whose statements were prepared for the other type.
+        other.execute("ALTER TABLE auth_user ALTER COLUMN first_name TYPE varchar(150)")
+        connection.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_column_retyped_under_a_prepared_statement_costs_at_most_one_transaction(
+    postgres: None, alice: Any, other_connection: psycopg.Connection[Any]
+) -> None:
+    issued = api_key_create(user=alice)
+    # The key's lookup reads the user's columns; it is prepared by its second run.
+    for _ in range(3):
+        assert api_key_authenticate(issued.key) is not None
+    assert any("auth_user" in s for s in _prepared())
+
+    # Outside a transaction the refused statement runs again at once.
+    other_connection.execute("ALTER TABLE auth_user ALTER COLUMN first_name TYPE varchar(200)")
+    assert api_key_authenticate(issued.key) is not None
+    assert api_key_authenticate(issued.key) is not None
+
+    # Inside one, that transaction is refused; its rollback lets the next one through.
+    for _ in range(3):
+        assert api_key_authenticate(issued.key) is not None
+    other_connection.execute("ALTER TABLE auth_user ALTER COLUMN first_name TYPE varchar(250)")
+    refused = pytest.raises(DatabaseError, match="cached plan must not change result type")
+    with refused, transaction.atomic():
+        api_key_authenticate(issued.key)
+    with transaction.atomic():
+        assert api_key_authenticate(issued.key) is not None
