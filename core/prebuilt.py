@@ -74,7 +74,7 @@ def cursor(alias: str) -> Any:
     Elsewhere, or with `EVERDICT_DB_PREPARE` off, the connection's usual cursor.
 
     A statement for it names the type of a parameter the server cannot infer from where it
-    stands (`%s::integer IS NULL`), as a prepared statement must."""
+    stands (`CAST(%s AS integer) IS NULL`), as a prepared statement must."""
     connection = connections[alias]
     if connection.vendor != "postgresql" or not settings.EVERDICT_DB_PREPARE:
         return connection.cursor()

@@ -69,7 +69,7 @@ def _shape(alias: str) -> _Shape:
             f"(SELECT {col(model, 'id', t)} FROM {prebuilt.table(model, alias)} {t} "
             f"WHERE {col(model, 'workspace_id', t)} = {col(Workspace, 'id', 'w')} "
             f"AND {col(model, 'name', t)} = %s "
-            f"AND (%s::integer IS NULL OR {col(model, 'version', t)} = %s) "
+            f"AND (CAST(%s AS integer) IS NULL OR {col(model, 'version', t)} = %s) "
             f"ORDER BY {col(model, 'version', t)} DESC LIMIT 1)"
         )
 
@@ -87,7 +87,7 @@ def _shape(alias: str) -> _Shape:
         f"LEFT JOIN {prebuilt.table(Runner, alias)} r "
         f"ON {col(Runner, 'owner_id', 'r')} = {col(Membership, 'user_id', 'm')} "
         f"AND {col(Runner, 'revoked_at', 'r')} IS NULL "
-        f"AND (%s::bigint IS NULL OR {col(Runner, 'id', 'r')} = %s) "
+        f"AND (CAST(%s AS bigint) IS NULL OR {col(Runner, 'id', 'r')} = %s) "
         f"WHERE {col(Workspace, 'slug', 'w')} = %s AND {col(Membership, 'user_id', 'm')} = %s "
         # Runner's own ordering, as `Runner.objects` lists them.
         f"ORDER BY {col(Runner, 'label', 'r')}, {col(Runner, 'id', 'r')}"
