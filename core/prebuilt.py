@@ -2,9 +2,10 @@
 
 Compiling a queryset costs several times the indexed statement it runs. Where a request
 runs the same few statements every time (an API key's lookup, a run's start), their SQL is
-written here once, with the tables' and columns' names taken from `_meta`, and executed with
-`cursor.execute`; the rows come back as model instances through the fields' own converters,
-as the ORM would build them, and the values go in through the fields' own preparation.
+written here once, with the tables' and columns' names taken from `_meta`, and executed
+through `cursor()`, which on PostgreSQL keeps each prepared on its connection; the rows come
+back as model instances through the fields' own converters, as the ORM would build them, and
+the values go in through the fields' own preparation.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from django.conf import settings
 from django.db import connections, models
 
 M = TypeVar("M", bound=models.Model)
-_IDLE = 0  # psycopg.pq.TransactionStatus.IDLE: no transaction open on the connection
 _Converter = Callable[[Any, Any, Any], Any]
 
 
@@ -94,6 +94,7 @@ def _preparing_cursors() -> tuple[type, type]:
         ServerBindingCursor,
     )
     from django.db.backends.utils import CursorDebugWrapper
+    from psycopg.pq import TransactionStatus
 
     class Preparing(ServerBindingCursor):  # type: ignore[misc,valid-type]
         """Binds on the server and prepares what runs again (the connection's threshold).
@@ -108,7 +109,7 @@ def _preparing_cursors() -> tuple[type, type]:
             try:
                 return super().execute(query, params, **kwargs)
             except psycopg.errors.FeatureNotSupported as exc:
-                idle = self.connection.info.transaction_status == _IDLE
+                idle = self.connection.info.transaction_status == TransactionStatus.IDLE
                 if "cached plan must not change result type" not in str(exc) or not idle:
                     raise
             # Psycopg forgets its prepared statements as it sees this one go through.
