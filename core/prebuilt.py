@@ -93,7 +93,7 @@ def _preparing_cursors() -> tuple[type, type]:
     from django.db.backends.postgresql.base import (  # type: ignore[attr-defined]
         ServerBindingCursor,
     )
-    from django.db.backends.utils import CursorDebugWrapper
+    from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
     from psycopg.pq import TransactionStatus
 
     class Preparing(ServerBindingCursor):  # type: ignore[misc,valid-type]
@@ -124,13 +124,7 @@ def _preparing_cursors() -> tuple[type, type]:
         def execute(self, sql: Any, params: Any = None) -> Any:
             shown = self.db.ops.compose_sql(sql, params) if params else sql
             with self.debug_sql(shown):
-                return self._execute_with_wrappers(sql, params, many=False, executor=self._execute)
-
-        def executemany(self, sql: Any, param_list: Any) -> Any:
-            with self.debug_sql(sql, param_list, many=True):
-                return self._execute_with_wrappers(
-                    sql, param_list, many=True, executor=self._executemany
-                )
+                return CursorWrapper.execute(self, sql, params)
 
     return Preparing, Logged
 

@@ -64,7 +64,7 @@ def run_insert_reading_cases(run: Run, case_keys: Sequence[str] | None) -> list[
     reader = prebuilt.columns(Case, alias, _CASE)
     if connection.vendor != "postgresql":
         prebuilt.insert(run, alias)
-        with connection.cursor() as cursor:
+        with prebuilt.cursor(alias) as cursor:
             cursor.execute(sql, params)
             return [tuple(reader.values(alias, row)) for row in cursor.fetchall()]  # type: ignore[misc]
     with prebuilt.cursor(alias) as cursor:
