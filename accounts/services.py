@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from django.db import transaction
 from django.utils import timezone
 
-from accounts import tokens
+from accounts import kept, tokens
 from accounts.models import ApiKey
 from core import prebuilt
 
@@ -35,36 +37,58 @@ def api_key_create(*, user: User, name: str = "") -> IssuedApiKey:
 
 
 def api_key_revoke(*, user: User, key_id: int) -> bool:
-    """Revoke one of the user's keys; False when it is not theirs or already revoked."""
-    return (
-        ApiKey.objects.owned_by(user).active().filter(pk=key_id).update(revoked_at=timezone.now())
-        == 1
-    )
+    """Revoke one of the user's keys; False when it is not theirs or already revoked. Every
+    process forgets the keys it keeps for the user as the revocation commits."""
+    with transaction.atomic():
+        revoked = (
+            ApiKey.objects.owned_by(user)
+            .active()
+            .filter(pk=key_id)
+            .update(revoked_at=timezone.now())
+        )
+        if revoked:
+            kept.announce_changed(user.pk)
+    return revoked == 1
 
 
 def api_key_authenticate(secret: str) -> ApiKey | None:
-    """Return the active key for a presented `evk_` secret, or None."""
+    """Return the active key for a presented `evk_` secret, or None.
+
+    A key verified lately is answered from what this process keeps (`accounts.kept`), as
+    new instances; otherwise it is looked up in one statement."""
     if not secret.startswith(tokens.API_KEY_PREFIX):
         return None
-    api_key = _active_key_with_user(tokens.digest(secret))
-    if api_key is None or not tokens.matches(secret, api_key.key_hash):
-        return None
-    if not api_key.user.is_active:
+    digest = tokens.digest(secret)
+    alias = ApiKey.objects.db
+    lookup = _lookup(alias)
+    found = kept.kept_keys.get(digest)
+    if found is not None:
+        api_key: ApiKey = lookup.build(alias, found.row)
+        api_key.last_used_at = found.last_used_at
+    else:
+        generation, began = kept.kept_keys.generation(), time.monotonic()
+        kept.API_KEY_LOOKUPS.inc()
+        row = lookup.fetch(alias, [digest])
+        if row is None:
+            return None
+        api_key = lookup.build(alias, row)
+        if api_key.user.is_active:
+            found = kept.Kept(row, api_key.user_id, began, api_key.last_used_at)
+            kept.kept_keys.put(digest, found, generation)
+    if not tokens.matches(secret, api_key.key_hash) or not api_key.user.is_active:
         return None
     now = timezone.now()
     if api_key.last_used_at is None or now - api_key.last_used_at > _LAST_USED_WRITE_INTERVAL:
         ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
         api_key.last_used_at = now
+        kept.kept_keys.used(digest, now)
     return api_key
 
 
-def _active_key_with_user(key_hash: str) -> ApiKey | None:
-    """The unrevoked key with this hash, its user loaded with it, in one statement.
+def _lookup(alias: str) -> prebuilt.WithParent:
+    """The unrevoked key with a hash, its user loaded with it, in one statement.
 
-    Every API call looks its key up, so the statement is the one
-    `ApiKey.objects.active().select_related("user").filter(key_hash=…)` would run, built
-    once (`core.prebuilt`): compiling the queryset costs several times the statement."""
-    alias = ApiKey.objects.db
-    lookup = prebuilt.with_parent(ApiKey, "user", alias, ("key_hash",), ("revoked_at",))
-    found: ApiKey | None = lookup.get(alias, [key_hash])
-    return found
+    Every API call not answered from the kept keys looks its key up, so the statement is
+    the one `ApiKey.objects.active().select_related("user").filter(key_hash=…)` would run,
+    built once (`core.prebuilt`): compiling the queryset costs several times the statement."""
+    return prebuilt.with_parent(ApiKey, "user", alias, ("key_hash",), ("revoked_at",))

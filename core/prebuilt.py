@@ -217,11 +217,18 @@ class WithParent:
 
     def get(self, alias: str, params: Sequence[Any]) -> Any | None:
         """The first row found (its parent set on it), or None."""
+        found = self.fetch(alias, params)
+        return None if found is None else self.build(alias, found)
+
+    def fetch(self, alias: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+        """The first row found, as the database returned it (`build` makes it instances)."""
         with cursor(alias) as c:
             c.execute(self.sql, list(params))
-            found = c.fetchone()
-        if found is None:
-            return None
+            found: tuple[Any, ...] | None = c.fetchone()
+        return found
+
+    def build(self, alias: str, found: Sequence[Any]) -> Any:
+        """The instance of a row `fetch` returned, its parent set on it (new ones each call)."""
         split = len(self.row.names)
         obj = self.row.instance(alias, found[:split])
         setattr(obj, self.fk, self.parent.instance(alias, found[split:]))

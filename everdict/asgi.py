@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+from typing import Any
 
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
@@ -21,14 +22,28 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from mcpgateway.asgi import route_mcp  # noqa: E402
+from runners import wakeup  # noqa: E402
 from scorecards.blobs.asgi import route_uploads  # noqa: E402
 from scorecards.urls import websocket_urlpatterns  # noqa: E402
+
+
+def following_changes(app: Any) -> Any:
+    """The process's listener started by its first request (once per event loop): the
+    changes to users and their API keys it relays let the pages and API keep verified keys
+    (`accounts.kept`), as runners' calls start it for their tokens."""
+
+    async def app_following(scope: Any, receive: Any, send: Any) -> None:
+        wakeup.listener.ensure_started()
+        await app(scope, receive, send)
+
+    return app_following
+
 
 application = ProtocolTypeRouter(
     {
         # /uploads/… → raw uploads' bytes (before Django: the body read straight into the
         # store); /mcp (and /mcp/) → the MCP gateway; every other path → Django.
-        "http": route_uploads(route_mcp(django_asgi_app)),
+        "http": route_uploads(route_mcp(following_changes(django_asgi_app))),
         # The live run pages: session-authenticated, same-origin sockets only.
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))

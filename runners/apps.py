@@ -12,8 +12,9 @@ class RunnersConfig(AppConfig):
         from django.db.backends.signals import connection_created
         from django.db.models.signals import post_save
 
+        from accounts.kept import kept_keys
         from core.sqlite import use_sqlite_parameter_limit
-        from runners import collectors
+        from runners import collectors, wakeup
         from runners.services import owner_deactivated
 
         # The gauges /metrics reads at scrape time query the models: registered once they
@@ -27,3 +28,6 @@ class RunnersConfig(AppConfig):
         post_save.connect(
             owner_deactivated, sender=get_user_model(), dispatch_uid="runners.owner_deactivated"
         )
+        # Verified API keys are kept while this process's listener relays the changes to
+        # users and keys (`accounts.kept`).
+        kept_keys.follow(lambda: wakeup.listener.listening)

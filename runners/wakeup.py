@@ -34,6 +34,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import connection, transaction
 
+from accounts import kept
 from runners import metrics, revocations
 from runners.lookups import by_ids
 
@@ -288,7 +289,8 @@ def notify_fs_answered(request_id: int) -> None:
 
 class _PgListener:
     """One LISTEN connection per process that relays notifications: job and file-request
-    wake-ups to the local hubs, revocations to the revocation hooks."""
+    wake-ups to the local hubs, revocations to the revocation hooks, changes to users and
+    their API keys to the kept keys."""
 
     def __init__(self) -> None:
         self._task: asyncio.Task[None] | None = None
@@ -320,6 +322,7 @@ class _PgListener:
                     await conn.execute(f"LISTEN {FS_CHANNEL}")
                     await conn.execute(f"LISTEN {FS_ANSWER_CHANNEL}")
                     await conn.execute(f"LISTEN {revocations.CHANNEL}")
+                    await conn.execute(f"LISTEN {kept.CHANNEL}")
                     self.listening = True
                     if connected_before:
                         # Whatever was announced while we were away is found at once.
@@ -333,6 +336,8 @@ class _PgListener:
                             continue
                         if note.channel == revocations.CHANNEL:
                             revocations.relay(subject)
+                        elif note.channel == kept.CHANNEL:
+                            kept.relay(subject)
                         elif note.channel == FS_CHANNEL:
                             fs_hub.wake([subject])
                         elif note.channel == FS_ANSWER_CHANNEL:
@@ -350,6 +355,7 @@ class _PgListener:
                     self.listening = False
                     hub.forget_empty()
                     revocations.relay(None)
+                    kept.relay(None)
 
 
 def _pg_conninfo() -> str:
