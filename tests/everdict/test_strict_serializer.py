@@ -22,7 +22,7 @@ class DeepCopied(RunCreateSerializer):
         return copy.deepcopy(self._declared_fields)
 
 
-BODIES: list[dict[str, Any]] = [
+BODIES: list[Any] = [
     {"harness": "h", "dataset": "d", "runtime": "self:any"},
     {
         "harness": "h",
@@ -65,8 +65,9 @@ def test_each_body_binds_fields_of_its_own_and_the_declared_ones_stay_unbound() 
         assert field.validators is not declared.validators
         assert getattr(declared, "parent", None) is None
     # A field holding another (the metadata's values) is deep-copied, its child its own.
-    metadata = first.fields["metadata"]
-    assert metadata.child is not second.fields["metadata"].child
+    metadata: Any = first.fields["metadata"]
+    other_metadata: Any = second.fields["metadata"]
+    assert metadata.child is not other_metadata.child
     assert metadata.child.parent is metadata
 
 
