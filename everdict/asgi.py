@@ -15,7 +15,10 @@ FULL_COLLECTION_AFTER = 1_000
 # Django first: the apps must be loaded before anything imports models.
 # Static files (admin, API docs, page assets) are served by the app itself, so a bare
 # `daphne everdict.asgi:application` needs no separate web server.
-django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
+from core.request_threads import RequestThreads  # noqa: E402
+
+# Each request's sync code runs on a thread of its own, kept for later requests.
+django_asgi_app = RequestThreads(ASGIStaticFilesHandler(get_asgi_application()))
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
