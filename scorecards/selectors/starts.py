@@ -23,7 +23,7 @@ from scorecards.selectors.catalog import version_missing
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
-_DATASET = ("id", "workspace_id", "name", "version")
+_DATASET = ("id", "workspace_id", "name", "version", "case_count")
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,11 @@ _CASE = ("key", "input", "hidden_files")
 
 
 @cache
-def _cases_sql(alias: str, keyed: bool) -> str:
+def _cases_sql(alias: str, keyed: bool, said: bool = False) -> str:
     """The dataset's cases in order (only the keys given, when `keyed`), from the run `r`
-    inserted by the statement's first part on PostgreSQL."""
+    inserted by the statement's first part on PostgreSQL, and the run's first events (their
+    levels and messages as two arrays) inserted with it, their ids read back in order, when
+    `said`."""
     vendor = connections[alias].vendor
 
     def col(name: str) -> str:
@@ -39,19 +41,37 @@ def _cases_sql(alias: str, keyed: bool) -> str:
     if vendor != "postgresql":
         return f"SELECT {selected} FROM {cases} WHERE {col('dataset_id')} = %s{narrowed}{order}"
     pk = prebuilt.column(Run, "id", alias)
+    events, ids = "", ""
+    if said:
+        columns = ", ".join(
+            prebuilt.column(RunEvent, name, alias) for name in ("run_id", "at", "level", "message")
+        )
+        event_pk = prebuilt.column(RunEvent, "id", alias)
+        events = (
+            f", e AS (INSERT INTO {prebuilt.table(RunEvent, alias)} ({columns}) "
+            f"SELECT r.{pk}, %s::timestamptz, v.level, v.message FROM r, "
+            "unnest(%s::text[], %s::text[]) WITH ORDINALITY AS v(level, message, n) "
+            f"ORDER BY v.n RETURNING {event_pk} AS id)"
+        )
+        ids = ", (SELECT array_agg(e.id ORDER BY e.id) FROM e)"
     return (
-        f"WITH r AS ({prebuilt.insert_sql(Run, alias)}) SELECT r.{pk}, {selected} FROM r "
+        f"WITH r AS ({prebuilt.insert_sql(Run, alias)}){events} "
+        f"SELECT r.{pk}{ids}, {selected} FROM r "
         f"LEFT JOIN {cases} ON {col('dataset_id')} = %s{narrowed}{order}"
     )
 
 
-def run_insert_reading_cases(run: Run, case_keys: Sequence[str] | None) -> list[CaseRow]:
-    """Insert `run` (setting its pk) and read its dataset's cases in order, only those named
-    by `case_keys` when given: one statement on PostgreSQL, two on SQLite."""
+def run_insert_reading_cases(
+    run: Run, case_keys: Sequence[str] | None, said: Sequence[tuple[str, str]] = (), at: Any = None
+) -> tuple[list[CaseRow], list[RunEvent]]:
+    """Insert `run` (setting its pk) with its first events `said` at `at` ((level, message)
+    pairs, in order), and read its dataset's cases in order, only those named by
+    `case_keys` when given: one statement on PostgreSQL, three on SQLite (two when nothing
+    is said)."""
     alias = Run.objects.db
     connection = connections[alias]
     keyed = case_keys is not None
-    sql = _cases_sql(alias, keyed)
+    sql = _cases_sql(alias, keyed, bool(said))
     params: list[Any] = [run.dataset_id]
     if keyed and connection.vendor == "postgresql":
         params.append(list(case_keys or ()))
@@ -64,15 +84,26 @@ def run_insert_reading_cases(run: Run, case_keys: Sequence[str] | None) -> list[
     reader = prebuilt.columns(Case, alias, _CASE)
     if connection.vendor != "postgresql":
         prebuilt.insert(run, alias)
+        events = run_events_insert(run, said, at) if said else []
         with prebuilt.cursor(alias) as cursor:
             cursor.execute(sql, params)
-            return [tuple(reader.values(alias, row)) for row in cursor.fetchall()]  # type: ignore[misc]
+            rows = [tuple(reader.values(alias, row)) for row in cursor.fetchall()]
+        return rows, events  # type: ignore[return-value]
+    events = _events(run, said, at)
+    if said:
+        at = RunEvent._meta.get_field("at").get_db_prep_save(at, connection)
+        params = [at, [e.level for e in events], [e.message for e in events], *params]
     with prebuilt.cursor(alias) as cursor:
         cursor.execute(sql, prebuilt.insert_params(run, alias) + params)
-        rows = cursor.fetchall()
-    run.pk = rows[0][0]
+        found = cursor.fetchall()
+    run.pk = found[0][0]
     run._state.adding, run._state.db = False, alias
-    return [tuple(reader.values(alias, row[1:])) for row in rows if row[1] is not None]  # type: ignore[misc]
+    skip = 1
+    if said:
+        _stored(events, found[0][1], alias)
+        skip = 2
+    cases = [tuple(reader.values(alias, row[skip:])) for row in found if row[skip] is not None]
+    return cases, events  # type: ignore[return-value]
 
 
 @cache
@@ -90,17 +121,25 @@ def run_events_insert(run: Run, said: Sequence[tuple[str, str]], at: datetime) -
     """Record a run's first events at once, in order: (level, message) pairs, one statement."""
     alias = RunEvent.objects.db
     connection = connections[alias]
-    events = [
-        RunEvent(run=run, at=at, level=level, message=message[:TEXT_CHARS])
-        for level, message in said
-    ]
+    events = _events(run, said, at)
     field = RunEvent._meta.get_field("at")
     params: list[Any] = []
     for e in events:
         params += [run.pk, field.get_db_prep_save(e.at, connection), e.level, e.message]
     with prebuilt.cursor(alias) as cursor:
         cursor.execute(_events_sql(alias, len(events)), params)
-        for e, (pk,) in zip(events, cursor.fetchall(), strict=True):
-            e.pk = pk
-            e._state.adding, e._state.db = False, alias
+        _stored(events, [pk for (pk,) in cursor.fetchall()], alias)
     return events
+
+
+def _events(run: Run, said: Sequence[tuple[str, str]], at: Any) -> list[RunEvent]:
+    return [
+        RunEvent(run=run, at=at, level=level, message=message[:TEXT_CHARS])
+        for level, message in said
+    ]
+
+
+def _stored(events: list[RunEvent], pks: Sequence[int], alias: str) -> None:
+    for e, pk in zip(events, pks, strict=True):
+        e.pk = pk
+        e._state.adding, e._state.db = False, alias

@@ -28,6 +28,7 @@ from scorecards.models import (
     EventLevel,
     HarnessVersion,
     Run,
+    RunEvent,
     RunStatus,
     Verdict,
     Workspace,
@@ -219,26 +220,42 @@ def run_start(
             submitted_by=user,
             created_at=now,
         )
-        cases = run_insert_reading_cases(run, case_keys)
+        # A start of the whole dataset knows its jobs before it reads its cases: its events
+        # are written with the run. A rerun's are written once its cases are read.
+        planned = None if case_keys is not None else dv.case_count * repeats
+        said = [] if planned is None else _dispatch_said(run, target, planned)
+        cases, events = run_insert_reading_cases(run, case_keys, said, now)
         count = _park_jobs(run, spec, target, cases)
-        said = [
-            (
-                EventLevel.INFO,
-                f"Dispatched {_jobs_text(count, repeats)} of {hv} over {dv} "
-                f"to {_target_name(target)}"
-                + ("." if budget is None else f", within a run budget of ${budget:.2f}."),
-            )
-        ]
-        offline = [r for r in target.candidates if not r.is_online]
-        if offline and len(offline) == len(target.candidates):
-            names = ", ".join(r.label for r in offline)
-            said.append((EventLevel.WARNING, f"Runner {names} is offline — {OFFLINE_HINT}"))
-        events = run_events_insert(run, said, now)
+        if planned is None:
+            events = run_events_insert(run, _dispatch_said(run, target, count), now)
+        elif count != planned:
+            # The version's count of cases disagrees with its cases: say what was dispatched.
+            first = events[0]
+            first.message = _dispatch_said(run, target, count)[0][1]
+            RunEvent.objects.filter(pk=first.pk).update(message=first.message)
         if count == 0:
             run_complete(run, now)
         else:
             run.dispatched = Dispatched(jobs=count, events=events)
     return run
+
+
+def _dispatch_said(run: Run, target: Target, jobs: int) -> list[tuple[str, str]]:
+    """The run's first events: what it dispatched to whom, and whether they are offline."""
+    budget = run.max_cost_usd
+    said: list[tuple[str, str]] = [
+        (
+            EventLevel.INFO,
+            f"Dispatched {_jobs_text(jobs, run.repeats)} of {run.harness} over {run.dataset} "
+            f"to {_target_name(target)}"
+            + ("." if budget is None else f", within a run budget of ${budget:.2f}."),
+        )
+    ]
+    offline = [r for r in target.candidates if not r.is_online]
+    if offline and len(offline) == len(target.candidates):
+        names = ", ".join(r.label for r in offline)
+        said.append((EventLevel.WARNING, f"Runner {names} is offline — {OFFLINE_HINT}"))
+    return said
 
 
 def _budget(value: Decimal | float | None) -> Decimal | None:
