@@ -13,15 +13,14 @@ On SQLite, or in a process without the listener, nothing is kept.
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.db import connection, transaction
 from prometheus_client import Counter
+
+from core.kept import Kept
 
 CHANNEL = "everdict_keys_changed"
 
@@ -32,70 +31,24 @@ API_KEY_LOOKUPS = Counter(
 
 
 @dataclass
-class Kept:
+class KeptKey:
     row: Sequence[Any]  # the key's row and its user's, as the lookup read them
     user_id: int
-    verified_at: float  # monotonic
     last_used_at: Any  # the key's last use as written, which the row does not follow
 
 
-class KeptKeys:
-    MAX_ENTRIES = 100_000
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._entries: dict[str, Kept] = {}  # digest of the key -> what was verified
-        self._generation = 0
-        self._following: Callable[[], bool] = lambda: False
-
-    def follow(self, following: Callable[[], bool]) -> None:
-        """Keep keys while `following()` says announcements reach this process."""
-        self._following = following
-
-    def get(self, digest: str) -> Kept | None:
-        with self._lock:
-            found = self._entries.get(digest)
-            if found is None:
-                return None
-            if found.verified_at + _ttl() < time.monotonic():
-                del self._entries[digest]
-                return None
-            return found
-
-    def generation(self) -> int:
-        with self._lock:
-            return self._generation
-
-    def put(self, digest: str, kept: Kept, generation: int) -> None:
-        """Keep a key verified since `generation`, unless an announcement came between."""
-        if _ttl() <= 0 or not self._following():
-            return
-        with self._lock:
-            if generation != self._generation:
-                return
-            if len(self._entries) >= self.MAX_ENTRIES:
-                self._entries.clear()
-            self._entries[digest] = kept
+class KeptKeys(Kept[KeptKey]):
+    """API keys by the digest of their secret (`core.kept`'s rules)."""
 
     def used(self, digest: str, at: Any) -> None:
-        with self._lock:
-            found = self._entries.get(digest)
-            if found is not None:
-                found.last_used_at = at
+        """The key's last use was written: the kept entry follows it."""
+        found = self.get(digest)
+        if found is not None:
+            found.last_used_at = at
 
-    def forget(self, user_id: int | None) -> None:
+    def forget_user(self, user_id: int | None) -> None:
         """Forget this user's keys (every key when None)."""
-        with self._lock:
-            self._generation += 1
-            if user_id is None:
-                self._entries.clear()
-                return
-            for digest in [d for d, k in self._entries.items() if k.user_id == user_id]:
-                del self._entries[digest]
-
-
-def _ttl() -> float:
-    return float(settings.EVERDICT_AUTH_CACHE_S)
+        self.forget(None if user_id is None else lambda kept: kept.user_id == user_id)
 
 
 kept_keys = KeptKeys()
@@ -104,7 +57,7 @@ kept_keys = KeptKeys()
 def relay(user_id: int | None) -> None:
     """An announcement reached this process: forget the user's keys (None: announcements may
     have been missed, forget them all)."""
-    kept_keys.forget(user_id)
+    kept_keys.forget_user(user_id)
 
 
 def announce_changed(user_id: int) -> None:

@@ -73,8 +73,8 @@ def api_key_authenticate(secret: str) -> ApiKey | None:
             return None
         api_key = lookup.build(alias, row)
         if api_key.user.is_active:
-            found = kept.Kept(row, api_key.user_id, began, api_key.last_used_at)
-            kept.kept_keys.put(digest, found, generation)
+            found = kept.KeptKey(row, api_key.user_id, api_key.last_used_at)
+            kept.kept_keys.put(digest, found, generation, began)
     if not tokens.matches(secret, api_key.key_hash) or not api_key.user.is_active:
         return None
     now = timezone.now()

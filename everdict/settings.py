@@ -160,6 +160,10 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         }
     else:
         DATABASES["default"]["CONN_MAX_AGE"] = _int("DB_CONN_MAX_AGE", 60)
+    # Django's backend, but a connection leaving the pool is checked by its socket: a round
+    # trip only when something arrived on it while idle (`core.pooling`), where Django's
+    # pool sends an empty query for every request that touches the database.
+    DATABASES["default"]["ENGINE"] = "core.postgresql"
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     # Only the hot paths' statements (`core.prebuilt.cursor`) are ever prepared: from their
     # second run on a connection. Django's own cursors bind on the client and prepare nothing.

@@ -15,7 +15,6 @@ import time
 from typing import Literal
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 from django.contrib.auth.models import User
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -24,6 +23,7 @@ from pydantic import ConfigDict, Field
 
 from accounts import tokens
 from accounts.services import api_key_authenticate
+from core.kept import Kept, ttl
 from core.transient import Unavailable, transient_cause
 from runners import metrics, revocations, wakeup
 from runners.lookups import by_ids
@@ -106,7 +106,7 @@ def _resolve(token: str) -> Principal | None:
 
 class RunnerPrincipals:
     """Runner principals verified lately, so a polling runner's every call does not look up
-    its token again.
+    its token again (`core.kept`'s rules, by the digest of the token).
 
     An entry is forgotten at once when its runner is revoked — on every replica, through
     the notification listener — and all are forgotten when notifications may have been
@@ -118,13 +118,9 @@ class RunnerPrincipals:
     runner's concurrent calls, as its presence throttle.
     """
 
-    MAX_ENTRIES = 100_000
-
     def __init__(self) -> None:
+        self.kept: Kept[Principal] = Kept(lambda: wakeup.listener.listening)
         self._lock = threading.Lock()
-        # digest of the token -> (principal, when it was last verified)
-        self._entries: dict[str, tuple[Principal, float]] = {}
-        self._generation = 0
         self._following = False
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -141,71 +137,26 @@ class RunnerPrincipals:
             self._loop = loop
             self._task = loop.create_task(self._reverify_forever(), name="runner-principals")
 
-    def get(self, key: str) -> Principal | None:
-        with self._lock:
-            found = self._entries.get(key)
-            if found is None:
-                return None
-            if found[1] + _ttl() < time.monotonic():
-                del self._entries[key]
-                return None
-            return found[0]
-
-    def generation(self) -> int:
-        with self._lock:
-            return self._generation
-
-    def put(self, key: str, principal: Principal, generation: int, verified_at: float) -> None:
-        """Keep a principal resolved since `generation`, unless a revocation came between."""
-        if _ttl() <= 0 or not wakeup.listener.listening:
-            return
-        with self._lock:
-            if generation != self._generation:
-                return
-            if len(self._entries) >= self.MAX_ENTRIES:
-                self._entries.clear()
-            self._entries[key] = (principal, verified_at)
-
     def forget(self, runner_id: int | None) -> None:
         """Forget this runner's principal (every principal when None)."""
-        with self._lock:
-            self._generation += 1
-            if runner_id is None:
-                self._entries.clear()
-                return
-            stale = [
-                key
-                for key, (principal, _) in self._entries.items()
-                if principal.runner is not None and principal.runner.pk == runner_id
-            ]
-            for key in stale:
-                del self._entries[key]
+        self.kept.forget(None if runner_id is None else lambda p: _runner_id(p) == runner_id)
 
     def reverify(self) -> int:
         """Verify again, in one query, the entries that have aged a third of the bound: keep
         those still valid from now, forget the others. Returns how many were checked."""
-        began, generation = time.monotonic(), self.generation()
-        with self._lock:
-            aged = {
-                principal.runner.pk
-                for principal, verified_at in self._entries.values()
-                if principal.runner is not None and began - verified_at >= _ttl() / 3
-            }
+        began, generation = time.monotonic(), self.kept.generation()
+        aged = {_runner_id(p) for p in self.kept.aged(ttl() / 3)} - {None}
         if not aged:
             return 0
         valid = set[int]()
         for chunk in by_ids(Runner.objects.active().filter(owner__is_active=True), "pk", aged):
             valid.update(chunk.values_list("pk", flat=True))
-        with self._lock:
-            for key, (principal, verified_at) in list(self._entries.items()):
-                runner_id = principal.runner.pk if principal.runner is not None else None
-                if runner_id not in aged:
-                    continue
-                if runner_id not in valid:
-                    del self._entries[key]
-                elif generation == self._generation:
-                    # No revocation came while the query ran: still valid as of `began`.
-                    self._entries[key] = (principal, max(verified_at, began))
+
+        def still_valid(principal: Principal) -> bool | None:
+            runner_id = _runner_id(principal)
+            return None if runner_id not in aged else runner_id in valid
+
+        self.kept.verified(still_valid, began, generation)
         return len(aged)
 
     async def _reverify_forever(self) -> None:
@@ -213,8 +164,8 @@ class RunnerPrincipals:
             self.reverify, thread_sensitive=False, executor=wakeup.housekeeping_executor()
         )
         while True:
-            await asyncio.sleep(max(0.1, _ttl() / 3))
-            if not self._entries:
+            await asyncio.sleep(max(0.1, ttl() / 3))
+            if not self.kept:
                 continue
             try:
                 await reverify()
@@ -223,8 +174,8 @@ class RunnerPrincipals:
                 log.warning("could not verify kept runner tokens again", exc_info=True)
 
 
-def _ttl() -> float:
-    return float(settings.EVERDICT_AUTH_CACHE_S)
+def _runner_id(principal: Principal) -> int | None:
+    return principal.runner.pk if principal.runner is not None else None
 
 
 runner_principals = RunnerPrincipals()
@@ -264,14 +215,15 @@ class EverdictTokenVerifier:
         wakeup.listener.ensure_started()
         runner_principals.follow_revocations()
         key = tokens.digest(token)
-        cached = runner_principals.get(key)
+        kept = runner_principals.kept
+        cached = kept.get(key)
         if cached is not None:
             return cached
-        generation, began = runner_principals.generation(), time.monotonic()
+        generation, began = kept.generation(), time.monotonic()
         metrics.RUNNER_TOKEN_LOOKUPS.inc()
         principal = await resolve(token)
         if principal is not None:
-            runner_principals.put(key, principal, generation, began)
+            kept.put(key, principal, generation, began)
         return principal
 
 

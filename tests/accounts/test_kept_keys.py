@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from accounts.kept import Kept, kept_keys
+from accounts.kept import KeptKey, kept_keys
 from accounts.services import api_key_create, api_key_revoke
-from tests.live import LiveServer
+from tests.live import LiveServer, metric
 from tests.mcpgateway.conftest import live_server_fixtures
 
 CACHE_S = 3
@@ -49,14 +49,6 @@ def refused_within(server: LiveServer, key: str, seconds: float) -> bool:
     return status == 401
 
 
-def key_lookups(server: LiveServer) -> float:
-    with urllib.request.urlopen(f"{server.url}/metrics", timeout=10) as response:
-        for line in response.read().decode().splitlines():
-            if line.startswith("everdict_api_key_lookups_total "):
-                return float(line.rsplit(" ", 1)[1])
-    raise AssertionError("no everdict_api_key_lookups_total in /metrics")
-
-
 def kept_by_the_server(server: LiveServer, key: str) -> str:
     """The key, once the server has verified it and (on PostgreSQL) keeps it."""
     assert api_status(server, key) == 200
@@ -72,10 +64,10 @@ def test_a_kept_key_is_not_looked_up_again_but_each_request_still_is_on_sqlite(
     server: LiveServer, alice: Any
 ) -> None:
     key = kept_by_the_server(server, api_key_create(user=alice).key)
-    before = key_lookups(server)
+    before = metric(server.url, "everdict_api_key_lookups_total")
     for _ in range(10):
         assert api_status(server, key) == 200
-    looked_up = key_lookups(server) - before
+    looked_up = metric(server.url, "everdict_api_key_lookups_total") - before
     assert looked_up == (0 if connection.vendor == "postgresql" else 10)
 
 
@@ -127,28 +119,28 @@ def test_a_user_deactivated_behind_the_servers_back_loses_access_within_the_boun
 def following() -> Iterator[None]:
     """This process's kept keys, as if its listener were listening."""
     kept_keys.follow(lambda: True)
-    kept_keys.forget(None)
+    kept_keys.forget_user(None)
     yield
     kept_keys.follow(lambda: False)
-    kept_keys.forget(None)
+    kept_keys.forget_user(None)
 
 
 def test_a_key_verified_before_an_announcement_it_crossed_is_not_kept(following: None) -> None:
-    verified = Kept(row=(), user_id=7, verified_at=time.monotonic(), last_used_at=None)
+    verified = KeptKey(row=(), user_id=7, last_used_at=None)
     generation = kept_keys.generation()
-    kept_keys.forget(7)  # announced while the lookup ran: the row read may be stale
-    kept_keys.put("digest", verified, generation)
+    kept_keys.forget_user(7)  # announced while the lookup ran: the row read may be stale
+    kept_keys.put("digest", verified, generation, time.monotonic())
     assert kept_keys.get("digest") is None
 
-    kept_keys.put("digest", verified, kept_keys.generation())
+    kept_keys.put("digest", verified, kept_keys.generation(), time.monotonic())
     assert kept_keys.get("digest") is verified
-    kept_keys.forget(8)  # another user's change
+    kept_keys.forget_user(8)  # another user's change
     assert kept_keys.get("digest") is verified
-    kept_keys.forget(None)  # announcements may have been missed
+    kept_keys.forget_user(None)  # announcements may have been missed
     assert kept_keys.get("digest") is None
 
 
 def test_nothing_is_kept_while_no_announcement_would_arrive() -> None:
-    verified = Kept(row=(), user_id=7, verified_at=time.monotonic(), last_used_at=None)
-    kept_keys.put("digest", verified, kept_keys.generation())
+    verified = KeptKey(row=(), user_id=7, last_used_at=None)
+    kept_keys.put("digest", verified, kept_keys.generation(), time.monotonic())
     assert kept_keys.get("digest") is None

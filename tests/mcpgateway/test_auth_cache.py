@@ -8,14 +8,13 @@ NOTIFY to every process). On SQLite nothing is kept: every call looks the token 
 from __future__ import annotations
 
 import time
-import urllib.request
 from typing import Any
 
 import pytest
 from django.db import connection
 
 from runners.services import runner_pair, runner_revoke
-from tests.live import LiveServer
+from tests.live import LiveServer, metric
 from tests.mcpgateway.conftest import live_server_fixtures
 from tests.mcpgateway.test_auth import raw_post
 
@@ -80,27 +79,19 @@ def test_an_owner_deactivated_by_an_admin_loses_access_at_once(
     assert status == 401
 
 
-def token_lookups(server: LiveServer) -> float:
-    with urllib.request.urlopen(f"{server.url}/metrics", timeout=10) as response:
-        for line in response.read().decode().splitlines():
-            if line.startswith("everdict_runner_token_lookups_total "):
-                return float(line.rsplit(" ", 1)[1])
-    return 0.0
-
-
 def test_a_runner_polling_past_the_bound_is_verified_again_in_bulk_not_call_by_call(
     server: LiveServer, alice: Any
 ) -> None:
     paired = runner_pair(owner=alice, label="laptop")
     assert call_status(server, paired.token) == 200
-    before = token_lookups(server)
+    before = metric(server.url, "everdict_runner_token_lookups_total")
     calls = 0
     until = time.monotonic() + 2 * CACHE_S + 1
     while time.monotonic() < until:
         assert call_status(server, paired.token) == 200
         calls += 1
         time.sleep(0.5)
-    looked_up = token_lookups(server) - before
+    looked_up = metric(server.url, "everdict_runner_token_lookups_total") - before
     # On SQLite nothing is kept: every call is looked up.
     assert looked_up == (0 if connection.vendor == "postgresql" else calls)
 

@@ -1,0 +1,1 @@
+"""Django's PostgreSQL backend, its connection pool checking a connection by its socket."""

@@ -1,0 +1,120 @@
+"""A pooled PostgreSQL connection leaves the pool checked by its socket (`core.pooling`): no
+round trip when nothing arrived on it while idle, the empty query when something did, and a
+connection the server ended while idle is discarded, the next one handed out instead."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import connection
+from django.db.backends.postgresql.base import DatabaseWrapper as DjangoWrapper
+
+from core.postgresql.base import DatabaseWrapper
+
+pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db]
+
+
+@pytest.fixture
+def observer() -> Iterator[psycopg.Connection[Any]]:
+    """A connection of its own, outside any transaction: what the server says of the
+    others as it is now, not as a transaction's first look saw it."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the pool is PostgreSQL's")
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as conn:
+        yield conn
+
+
+@contextmanager
+def pooled(wrapper_class: type, alias: str) -> Iterator[Any]:
+    """A database wrapper over the test database with a pool of one connection, as the
+    settings make it for a server."""
+    settings_dict = {
+        **connection.settings_dict,
+        "OPTIONS": {**connection.settings_dict["OPTIONS"], "pool": {"min_size": 1, "max_size": 1}},
+        "CONN_MAX_AGE": 0,
+        "CONN_HEALTH_CHECKS": True,
+    }
+    wrapper = wrapper_class(settings_dict, alias=alias)
+    try:
+        yield wrapper
+    finally:
+        wrapper.close()
+        wrapper.close_pool()
+
+
+def checkout(wrapper: Any) -> Any:
+    """The connection a request would get: taken from the pool (and checked)."""
+    wrapper.close()
+    wrapper.ensure_connection()
+    return wrapper.connection
+
+
+def last_statement(observer: psycopg.Connection[Any], pid: int) -> str:
+    row = observer.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", [pid]).fetchone()
+    assert row is not None, f"backend {pid} is gone"
+    return str(row[0])
+
+
+@pytest.mark.parametrize(
+    ("wrapper_class", "sent"),
+    [(DatabaseWrapper, "SELECT 'marker'"), (DjangoWrapper, "")],
+    ids=["socket-check", "django's-empty-query"],
+)
+def test_an_idle_connection_leaves_the_pool_without_a_round_trip(
+    observer: psycopg.Connection[Any], wrapper_class: type, sent: str
+) -> None:
+    with pooled(wrapper_class, f"pool-{wrapper_class.__module__}") as wrapper:
+        conn = checkout(wrapper)
+        pid = conn.info.backend_pid
+        conn.execute("SELECT 'marker'")
+        again = checkout(wrapper)
+        assert again.info.backend_pid == pid
+        # Django's pool sends the empty query at every checkout; ours sent nothing.
+        assert last_statement(observer, pid) == sent
+
+
+def test_a_connection_the_server_ended_while_idle_is_replaced_not_handed_out(
+    observer: psycopg.Connection[Any],
+) -> None:
+    with pooled(DatabaseWrapper, "pool-ended") as wrapper:
+        pid = checkout(wrapper).info.backend_pid
+        wrapper.close()  # back in the pool, idle
+        observer.execute("SELECT pg_terminate_backend(%s)", [pid])
+        deadline = time.monotonic() + 10
+        while observer.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [pid]).fetchone():
+            assert time.monotonic() < deadline, "the backend was not ended"
+            time.sleep(0.05)
+        conn = checkout(wrapper)
+        assert conn.info.backend_pid != pid
+        assert conn.execute("SELECT 42").fetchone() == (42,)
+        assert wrapper.pool.get_stats().get("connections_lost", 0) == 1
+
+
+def test_a_connection_with_something_waiting_pays_the_round_trip_and_is_handed_out(
+    observer: psycopg.Connection[Any],
+) -> None:
+    with pooled(DatabaseWrapper, "pool-notified") as wrapper:
+        conn = checkout(wrapper)
+        pid = conn.info.backend_pid
+        conn.execute("LISTEN pool_check_test")
+        wrapper.close()
+        observer.execute("NOTIFY pool_check_test")
+        deadline = time.monotonic() + 10
+        while not conn.pgconn.socket or not _waiting(conn):
+            assert time.monotonic() < deadline, "the notification did not arrive"
+            time.sleep(0.05)
+        again = checkout(wrapper)
+        assert again.info.backend_pid == pid
+        assert last_statement(observer, pid) == ""  # the check's empty query read it
+
+
+def _waiting(conn: Any) -> bool:
+    import select
+
+    readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
+    return bool(readable)
