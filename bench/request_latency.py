@@ -7,7 +7,8 @@ hundred sequential requests each of `GET /healthz` (the baseline: the server's f
 auth, after a warm-up; p50/p90/p99 of each and the ratio of its p50 to the baseline's.
 The server's CPU per request of each (its process's CPU time over each request's rounds).
 In this process, on the same database: the SQL statements each request runs and the view's
-own time (Django's test client, the same middleware and view, no network).
+own time (Django's test client, the same middleware and view, no network); on PostgreSQL, a
+pooled connection's checkout and return, checked by its socket beside Django's own check.
 Targets: the run start's p50 at most 3x /healthz's; the runner list's at most 1.5x.
 
     .venv/bin/python bench/request_latency.py [--requests 300] [--warmup 30] [--sqlite]
@@ -113,6 +114,39 @@ def in_process(member: Any, repeat: int, *, verbose: bool) -> dict[str, tuple[in
     return figures
 
 
+def pool_checkouts(repeat: int = 2000) -> tuple[float, float] | None:
+    """Microseconds of a pooled connection's checkout and return, with the pool's check by
+    its socket (`core.pooling`) and with Django's own (an empty query each time), on
+    PostgreSQL; None elsewhere."""
+    from django.db import connection
+    from django.db.backends.postgresql.base import DatabaseWrapper as DjangoWrapper
+
+    from core.postgresql.base import DatabaseWrapper
+
+    if connection.vendor != "postgresql":
+        return None
+    settings_dict = {
+        **connection.settings_dict,
+        "OPTIONS": {**connection.settings_dict["OPTIONS"], "pool": {"min_size": 1, "max_size": 1}},
+        "CONN_MAX_AGE": 0,
+        "CONN_HEALTH_CHECKS": True,
+    }
+    figures = []
+    for wrapper_class in (DatabaseWrapper, DjangoWrapper):
+        wrapper = wrapper_class(settings_dict, alias=f"bench-{wrapper_class.__module__}")
+        try:
+            wrapper.ensure_connection()
+            wrapper.close()
+            began = time.perf_counter()
+            for _ in range(repeat):
+                wrapper.ensure_connection()
+                wrapper.close()
+            figures.append((time.perf_counter() - began) * 1e6 / repeat)
+        finally:
+            wrapper.close_pool()
+    return figures[0], figures[1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=300, help="timed requests of each (300)")
@@ -131,6 +165,7 @@ def main() -> None:
         seed_suite(member, name=SUITE, cases=1)
         pair_runners(member.user, 2)
         local = in_process(member, max(5, args.requests // 10), verbose=args.show_sql)
+        checkouts = pool_checkouts()
         with daphne(scratch, **server_env(args)) as server:
             spy = None
             if args.profile:
@@ -162,6 +197,11 @@ def main() -> None:
             f"{label}: {statements} SQL statements, {view_ms:.1f} ms in process "
             f"(GET /healthz: {local['healthz'][0]} statements, {local['healthz'][1]:.1f} ms); "
             f"server CPU {cpu[name]:.2f} ms a request (GET /healthz: {cpu['healthz']:.2f} ms)"
+        )
+    if checkouts is not None:
+        summary.notes.append(
+            f"a pooled connection's checkout and return, in process: {checkouts[0]:.0f} µs "
+            f"checked by its socket, {checkouts[1]:.0f} µs with Django's empty query"
         )
     summary.notes.append(
         f"{args.requests} sequential requests of each, interleaved in 10 rounds, after "
