@@ -133,7 +133,7 @@ def pool_checkouts(repeat: int = 2000) -> tuple[float, float] | None:
     }
     figures = []
     for wrapper_class in (DatabaseWrapper, DjangoWrapper):
-        wrapper = wrapper_class(settings_dict, alias=f"bench-{wrapper_class.__module__}")
+        wrapper: Any = wrapper_class(settings_dict, alias=f"bench-{wrapper_class.__module__}")
         try:
             wrapper.ensure_connection()
             wrapper.close()
