@@ -238,13 +238,11 @@ def mcp_post(
 
 
 def messages(response: httpx2.Response) -> list[dict[str, Any]]:
-    """The JSON-RPC messages of a reply, whether sent as JSON or as server-sent events."""
+    """The JSON-RPC messages of a reply, whether sent as JSON or as server-sent events (read
+    as the SDK's client reads them: lines end at CR or LF only, not at U+0085 or U+2028,
+    which a message's text may hold)."""
     if response.headers.get("content-type", "").startswith("text/event-stream"):
-        return [
-            json.loads(line[5:])
-            for line in response.text.splitlines()
-            if line.startswith("data:") and line[5:].strip()
-        ]
+        return [json.loads(event.data) for event in httpx2.EventSource(response) if event.data]
     return [response.json()] if response.content else []
 
 
@@ -573,3 +571,17 @@ def test_generated_tool_calls_get_clean_errors_and_store_nothing(
     assert_lease_untouched(world)
     still = mcp_post(server, call("hello", {"protocol": 2}), token=world["holder"])
     assert messages(still)[0]["result"]["isError"] is False
+
+
+def test_a_refusal_quoting_unicode_line_separators_reads_as_one_message(
+    server: LiveServer, world: dict[str, Any]
+) -> None:
+    # The refusal quotes the keys it was given; U+0085 and U+2028 end a line for
+    # str.splitlines, not for a server-sent event.
+    result = {"\x85": None, "\u2028": 1, "\u2029": 2}
+    arguments = {"job_id": world["job_id"], "result": result}
+    response = mcp_post(server, call("submit_job_result", arguments), token=world["stranger"])
+    [message] = messages(response)
+    assert message["result"]["isError"] is True
+    assert "\x85" in response.text and "\u2028" in response.text
+    assert unclean(response, "submit_job_result with separators in its keys") is None
