@@ -17,6 +17,7 @@ import yaml
 from pydantic import ValidationError
 
 from runnercli.protocol import HarnessSpec
+from runnercli.protocol.jsonl import json_lines
 from runnercli.protocol.presets import EXPANDED_KEYS, expand, is_preset
 from runnercli.push.lines import FileProblem, check_plain, compose, line_at
 
@@ -128,7 +129,7 @@ def read_dataset(path: Path, relative: str) -> DatasetDoc:
     except (OSError, UnicodeDecodeError) as exc:
         raise TreeError([f"{relative}: cannot read it: {exc}"]) from exc
     dataset, problems = DatasetDoc(relative, path.stem, []), []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(json_lines(text), start=1):
         if not line.strip():
             continue
         try:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from runnercli.protocol.jsonl import json_lines
 from scorecards.models import TEXT_CHARS
 
 ANSWER_KEYS = frozenset({"pass", "score", "reason"})
@@ -83,7 +84,7 @@ def answer_read(output: str) -> Answer:
     text = output.strip()
     if not text:
         raise Unreadable("the judge printed nothing")
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line for line in json_lines(text) if line.strip()]
     if len(lines) > 1 and all(line.lstrip().startswith("{") for line in lines):
         message = _last_agent_message(lines)
         if message is not None:

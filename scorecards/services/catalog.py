@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from core.errors import Invalid
 from core.jsonbounds import MAX_JSON_DEPTH, json_depth_within, loads_bounded
 from runnercli.protocol import HarnessSpec
+from runnercli.protocol.jsonl import json_lines
 from runnercli.protocol.presets import expand, is_preset
 from runnercli.protocol.verifying import MAX_REPORT_TESTS, MAX_TEST_NAME_CHARS, check_hidden_files
 from scorecards.models import Case, DatasetVersion, HarnessVersion, Role, Workspace
@@ -319,7 +320,7 @@ def dataset_parse_jsonl(text: str) -> list[dict[str, Any]]:
     """Parse JSONL: one case object per non-blank line; bad lines are named by number."""
     cases: list[dict[str, Any]] = []
     problems: list[str] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(json_lines(text), start=1):
         if not line.strip():
             continue
         try:

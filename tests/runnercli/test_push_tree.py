@@ -3,6 +3,7 @@ check them, every problem named `file:line: reason` before anything is sent."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,16 @@ def test_harness_and_dataset_files_are_read_with_their_names_and_lines(tmp_path:
     assert tree.harnesses[1].source["agent"]["model"] == "claude-sonnet-4-5"
     assert tree.datasets[0].name == "bugs" and tree.datasets[0].lines == [1, 3]
     assert tree.skipped == [".everdict/harnesses/README.md: not .yaml or .yml or .json"]
+
+
+def test_a_dataset_line_holding_line_separators_raw_is_one_case(tmp_path: Path) -> None:
+    # U+0085, U+2028 and U+2029 end a line for str.splitlines, not for JSON Lines.
+    said = "one\u2028two\u0085three\u2029"
+    text = json.dumps({"key": "a", "expected": said}, ensure_ascii=False) + '\n{"key": "b"}\n'
+    catalog(tmp_path, {"harnesses/echo.json": '{"command": ["echo"]}', "datasets/d.jsonl": text})
+    [dataset] = read_tree(find_root(tmp_path)).datasets
+    assert dataset.lines == [1, 2]
+    assert dataset.cases[0]["expected"] == said
 
 
 @pytest.mark.parametrize(

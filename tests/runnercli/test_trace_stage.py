@@ -25,7 +25,7 @@ from runnercli.case.prepare import Prepare
 from runnercli.case.trace.outbox import TraceOutbox
 from runnercli.case.trace.stage import Trace
 from runnercli.client import ServerUnavailable
-from runnercli.protocol import CaseJob, HarnessSpec, TraceAck, harness_digest
+from runnercli.protocol import CaseJob, HarnessSpec, TraceAck, TraceEvent, harness_digest
 from runnercli.text.redact import Redactor
 from tests.runnercli.fakes import FakeClient, fake_session, held
 
@@ -270,6 +270,33 @@ def test_what_the_server_could_not_take_waits_on_disk_and_goes_later(tmp_path: P
         assert not list(spool.glob("*.trace.jsonl"))
 
     asyncio.run(scenario())
+
+
+def test_a_kept_trace_whose_events_hold_line_separators_goes_whole(tmp_path: Path) -> None:
+    # The kept file is JSON Lines written by pydantic, which leaves U+2028 and its kin raw.
+    client = TraceServer()
+    client.faults = [ServerUnavailable("down")] * 1000
+    spool = tmp_path / "spool"
+    said = "one\u2028two\u0085three\u2029four"
+    events = [
+        TraceEvent(seq=seq, ts=seq, kind="message", name="assistant", data={"text": said})
+        for seq in range(3)
+    ]
+
+    async def scenario() -> None:
+        outbox = TraceOutbox(fake_session(client), spool)
+        outbox.keep(7, 1, "case a", events)
+        await outbox.close(patience_s=0.1)
+        (kept,) = spool.glob("*.trace.jsonl")
+        assert "\u2028" in kept.read_text()
+        client.faults.clear()
+        again = TraceOutbox(fake_session(client), spool)
+        again.resend_spooled()
+        await again.close(patience_s=5)
+
+    asyncio.run(scenario())
+    assert [client.stored[seq]["data"]["text"] for seq in range(3)] == [said] * 3
+    assert not list(spool.glob("*.trace.jsonl"))
 
 
 def test_no_trace_keeps_it_here_and_still_reads_the_output(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -341,6 +342,15 @@ def test_a_bad_jsonl_line_is_named_by_its_number() -> None:
         dataset_parse_jsonl(text)
     [message] = reasons(refused.value, "cases")
     assert message.startswith("line 3: not valid JSON")
+
+
+def test_a_jsonl_line_is_not_split_at_the_separators_a_json_string_may_hold_raw() -> None:
+    # U+0085, U+2028 and U+2029 end a line for str.splitlines, not for JSON Lines; a JSON
+    # string may hold them unescaped (ensure_ascii=False, JavaScript's JSON.stringify).
+    said = "one\u2028two\u0085three\u2029"
+    text = json.dumps({"key": "a", "expected": said}, ensure_ascii=False) + '\n{"key": "b"}\n'
+    assert "\u2028" in text
+    assert dataset_parse_jsonl(text) == [{"key": "a", "expected": said}, {"key": "b"}]
 
 
 def test_a_jsonl_line_that_is_not_an_object_is_named() -> None:

@@ -114,6 +114,18 @@ def test_it_reads_the_last_agent_message_of_a_codex_stream() -> None:
     assert answer_read(stream).passed is True
 
 
+def test_a_codex_stream_whose_messages_hold_line_separators_raw_is_read() -> None:
+    said = "thinking\u2028it over\u0085"
+    events = [
+        {"type": "item.completed", "item": {"type": "reasoning", "text": said}},
+        {"type": "item.completed", "item": {"type": "agent_message", "text": answer(True)}},
+    ]
+    # Raw, as codex's encoder writes them (str.splitlines would cut the first event).
+    stream = "\n".join(json.dumps(event, ensure_ascii=False) for event in events)
+    assert "\u2028" in stream
+    assert answer_read(stream).passed is True
+
+
 def test_the_model_comes_from_the_argv() -> None:
     assert model_named(["claude", "-p", "--model", "sonnet"]) == "sonnet"
     assert model_named(["codex", "exec", "--model=gpt-5"]) == "gpt-5"

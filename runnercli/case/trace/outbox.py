@@ -25,6 +25,7 @@ from runnercli.case.trace.batches import TraceBatcher
 from runnercli.case.trace.sender import TraceSender
 from runnercli.config import mcp_url
 from runnercli.protocol import TraceEvent
+from runnercli.protocol.jsonl import json_lines
 from runnercli.session import Session
 
 SUFFIX = ".trace.jsonl"
@@ -155,7 +156,7 @@ class TraceOutbox:
         return [kept for kept in found if kept.events]
 
     def _read(self, path: Path) -> Kept:
-        head, *lines = path.read_text(encoding="utf-8").splitlines()
+        head, *lines = json_lines(path.read_text(encoding="utf-8"))
         meta = json.loads(head)
         events = [TraceEvent.model_validate_json(line) for line in lines if line.strip()]
         kept = Kept(int(meta["job_id"]), int(meta["lease_epoch"]), str(meta["title"]), events)
