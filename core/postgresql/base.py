@@ -8,6 +8,7 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.db.backends.base.base import NO_DB_ALIAS
 from django.db.backends.postgresql import base
+from psycopg_pool import ConnectionPool
 
 from core.pooling import check_pooled
 
@@ -24,8 +25,6 @@ class DatabaseWrapper(base.DatabaseWrapper):  # type: ignore[misc]
         if self.alias not in pools:
             if self.settings_dict.get("CONN_MAX_AGE", 0) != 0:
                 raise ImproperlyConfigured("Pooling doesn't support persistent connections.")
-            from psycopg_pool import ConnectionPool
-
             kwargs = self.get_connection_params()
             kwargs["autocommit"] = True  # Django sets the request's own later
             pool = ConnectionPool(
