@@ -29,11 +29,11 @@ def check_pooled(conn: Any) -> None:
     if conn.closed or pgconn.status != pq.ConnStatus.OK:
         ConnectionPool.check_connection(conn)  # raises, naming what is wrong
         return
-    if pgconn.transaction_status != pq.TransactionStatus.IDLE or _readable(pgconn.socket):
+    if pgconn.transaction_status != pq.TransactionStatus.IDLE or readable(pgconn.socket):
         ConnectionPool.check_connection(conn)
 
 
-def _readable(fd: int) -> bool:
+def readable(fd: int) -> bool:
     """Whether anything (a message, the end of the stream, an error) is waiting on `fd`
     (assumed so where `poll` is missing, so the empty query decides)."""
     if not hasattr(select, "poll"):

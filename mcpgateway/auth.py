@@ -145,7 +145,7 @@ class RunnerPrincipals:
         """Verify again, in one query, the entries that have aged a third of the bound: keep
         those still valid from now, forget the others. Returns how many were checked."""
         began, generation = time.monotonic(), self.kept.generation()
-        aged = {p.runner.pk for p in self.kept.aged(ttl() / 3) if p.runner is not None}
+        aged = {rid for p in self.kept.aged(ttl() / 3) if (rid := _runner_id(p)) is not None}
         if not aged:
             return 0
         valid = set[int]()

@@ -14,6 +14,7 @@ import pytest
 from django.db import connection
 from django.db.backends.postgresql.base import DatabaseWrapper as DjangoWrapper
 
+from core.pooling import readable
 from core.postgresql.base import DatabaseWrapper
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db]
@@ -105,16 +106,9 @@ def test_a_connection_with_something_waiting_pays_the_round_trip_and_is_handed_o
         wrapper.close()
         observer.execute("NOTIFY pool_check_test")
         deadline = time.monotonic() + 10
-        while not conn.pgconn.socket or not _waiting(conn):
+        while not readable(conn.pgconn.socket):
             assert time.monotonic() < deadline, "the notification did not arrive"
             time.sleep(0.05)
         again = checkout(wrapper)
         assert again.info.backend_pid == pid
         assert last_statement(observer, pid) == ""  # the check's empty query read it
-
-
-def _waiting(conn: Any) -> bool:
-    import select
-
-    readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
-    return bool(readable)
