@@ -18,6 +18,7 @@ from runnercli.protocol.agents import (
     is_pinned,
     pinned_versions,
 )
+from runnercli.protocol.jsonl import json_lines
 from tests.agentclis.anthropic_api import AnthropicEndpoint
 from tests.agentclis.openai_api import ResponsesEndpoint
 from tests.agentclis.scripted import HttpError, Text, ToolCall, Turn
@@ -37,7 +38,8 @@ def post(url: str, body: Any) -> tuple[int, str]:
 
 
 def sse_data(stream: str) -> list[dict[str, Any]]:
-    return [json.loads(line[6:]) for line in stream.splitlines() if line.startswith("data: ")]
+    """The events' data, their lines split at CR or LF only, as the CLIs' clients read them."""
+    return [json.loads(line[6:]) for line in json_lines(stream) if line.startswith("data: ")]
 
 
 def messages(prompt: str, *replies: int) -> dict[str, Any]:

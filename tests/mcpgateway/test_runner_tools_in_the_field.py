@@ -21,6 +21,7 @@ from django.db import connection
 
 from accounts.services import api_key_create
 from runnercli.protocol import PROTOCOL_VERSION, ToolFailure
+from runnercli.protocol.jsonl import json_lines
 from runners.models import AttemptStatus, JobAttempt, JobStatus, Runner, RunnerJob
 from scorecards.models import CaseResult as CaseResultRow
 from scorecards.services import dataset_create, harness_create, scheduler_expire_one_lease
@@ -343,8 +344,9 @@ def raw_tool_call(server: LiveServer, token: str, tool: str, arguments_json: str
 
 
 def _message(body: str) -> dict[str, Any]:
-    """The JSON-RPC message of a reply, sent as JSON or as one server-sent event."""
-    for line in body.splitlines():
+    """The JSON-RPC message of a reply, sent as JSON or as one server-sent event (whose lines
+    end at CR or LF only, as the SDK's client reads them)."""
+    for line in json_lines(body):
         if line.startswith("data:"):
             body = line[5:]
     message: dict[str, Any] = json.loads(body)
