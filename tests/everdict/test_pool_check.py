@@ -13,8 +13,9 @@ import psycopg
 import pytest
 from django.db import connection
 from django.db.backends.postgresql.base import DatabaseWrapper as DjangoWrapper
+from psycopg_pool import ConnectionPool
 
-from core.pooling import readable
+from core.pooling import check_pooled, readable
 from core.postgresql.base import DatabaseWrapper
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db]
@@ -112,3 +113,42 @@ def test_a_connection_with_something_waiting_pays_the_round_trip_and_is_handed_o
         again = checkout(wrapper)
         assert again.info.backend_pid == pid
         assert last_statement(observer, pid) == ""  # the check's empty query read it
+
+
+def _made(pool: Any) -> dict[str, Any]:
+    """What a pool was made with: its settings and the functions it calls, as comparable
+    values (its name, counters, locks and queues are its own)."""
+    kept = (int, float, str, bool, dict, type, type(None))
+    made = {k: v for k, v in vars(pool).items() if isinstance(v, kept) and k != "name"}
+    for hook in ("_check", "_configure", "_reset", "_reconnect_failed"):
+        made[hook] = getattr(getattr(pool, hook), "__func__", getattr(pool, hook))
+    return made
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"min_size": 1, "max_size": 1}, {"min_size": 2, "max_size": 7, "timeout": 3, "max_idle": 60}],
+    ids=["as-tested", "tuned"],
+)
+@pytest.mark.parametrize("health_checks", [True, False], ids=["checked", "unchecked"])
+def test_the_pool_is_made_as_djangos_but_for_its_check(
+    observer: psycopg.Connection[Any], options: dict[str, Any], health_checks: bool
+) -> None:
+    """The backend repeats Django's making of the pool to change its check: a Django
+    upgrade that makes it otherwise fails here, naming what differs."""
+    settings_dict = {
+        **connection.settings_dict,
+        "OPTIONS": {**connection.settings_dict["OPTIONS"], "pool": options},
+        "CONN_MAX_AGE": 0,
+        "CONN_HEALTH_CHECKS": health_checks,
+    }
+    ours = DatabaseWrapper(settings_dict, alias="made-ours")
+    django = DjangoWrapper(settings_dict, alias="made-django")
+    try:
+        mine, theirs = _made(ours.pool), _made(django.pool)
+    finally:
+        ours.close_pool()
+        django.close_pool()
+    assert mine.pop("_check") is (check_pooled if health_checks else None)
+    assert theirs.pop("_check") is (ConnectionPool.check_connection if health_checks else None)
+    assert mine == theirs
