@@ -142,8 +142,8 @@ def test_the_pool_is_made_as_djangos_but_for_its_check(
         "CONN_MAX_AGE": 0,
         "CONN_HEALTH_CHECKS": health_checks,
     }
-    ours = DatabaseWrapper(settings_dict, alias="made-ours")
-    django = DjangoWrapper(settings_dict, alias="made-django")
+    ours: Any = DatabaseWrapper(settings_dict, alias="made-ours")
+    django: Any = DjangoWrapper(settings_dict, alias="made-django")
     try:
         mine, theirs = _made(ours.pool), _made(django.pool)
     finally:
