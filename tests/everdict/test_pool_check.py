@@ -31,17 +31,21 @@ def observer() -> Iterator[psycopg.Connection[Any]]:
         yield conn
 
 
+def pool_settings(options: dict[str, Any], *, health_checks: bool = True) -> dict[str, Any]:
+    """The test database's settings with a pool of these `options`, as the settings make
+    one for a server."""
+    return {
+        **connection.settings_dict,
+        "OPTIONS": {**connection.settings_dict["OPTIONS"], "pool": options},
+        "CONN_MAX_AGE": 0,
+        "CONN_HEALTH_CHECKS": health_checks,
+    }
+
+
 @contextmanager
 def pooled(wrapper_class: type, alias: str) -> Iterator[Any]:
-    """A database wrapper over the test database with a pool of one connection, as the
-    settings make it for a server."""
-    settings_dict = {
-        **connection.settings_dict,
-        "OPTIONS": {**connection.settings_dict["OPTIONS"], "pool": {"min_size": 1, "max_size": 1}},
-        "CONN_MAX_AGE": 0,
-        "CONN_HEALTH_CHECKS": True,
-    }
-    wrapper = wrapper_class(settings_dict, alias=alias)
+    """A database wrapper over the test database with a pool of one connection."""
+    wrapper = wrapper_class(pool_settings({"min_size": 1, "max_size": 1}), alias=alias)
     try:
         yield wrapper
     finally:
@@ -136,12 +140,7 @@ def test_the_pool_is_made_as_djangos_but_for_its_check(
 ) -> None:
     """The backend repeats Django's making of the pool to change its check: a Django
     upgrade that makes it otherwise fails here, naming what differs."""
-    settings_dict = {
-        **connection.settings_dict,
-        "OPTIONS": {**connection.settings_dict["OPTIONS"], "pool": options},
-        "CONN_MAX_AGE": 0,
-        "CONN_HEALTH_CHECKS": health_checks,
-    }
+    settings_dict = pool_settings(options, health_checks=health_checks)
     ours: Any = DatabaseWrapper(settings_dict, alias="made-ours")
     django: Any = DjangoWrapper(settings_dict, alias="made-django")
     try:
