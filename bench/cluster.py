@@ -293,7 +293,6 @@ class Cluster:
         """Start `python -m runnercli run` for the runner, as its member would (a config file
         of its own), allowing any harness: consent is not what a cluster exercises."""
         runner.incarnation += 1
-        runner.down = False
         name = f"{runner.label}-{runner.incarnation}"
         child_env = dict(os.environ)
         child_env.pop("DJANGO_SETTINGS_MODULE", None)
@@ -309,6 +308,9 @@ class Cluster:
         runner.proc = spawn(
             [sys.executable, "-m", "runnercli", *args], self.workdir / f"{name}.log", child_env
         )
+        # Up only once its new process is in place: the watcher (`exited_runners`) must not
+        # see the killed one's exit as the new runner's.
+        runner.down = False
 
     def kill_runner(self, runner: RunnerProcess) -> None:
         """`kill -9` the runner and the cases it is running."""
