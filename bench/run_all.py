@@ -36,6 +36,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "search": ([], ["--cases", "2000", "--events", "20", "--repeat", "3"]),
     "runner_overhead": ([], ["--cases", "100"]),
     "request_latency": ([], ["--requests", "60", "--warmup", "10"]),
+    "settle": ([], ["--rounds", "3", "--per-round", "10"]),
     "trace_screens": ([], ["--seconds", "15", "--phase-seconds", "5", "--events", "2000"]),
     "artifacts": ([], ["--blobs", "2", "--mib", "4", "--rounds", "3"]),
     "s3_blobs": ([], ["--mib", "20", "--rounds", "1"]),

@@ -145,6 +145,17 @@ def test_the_request_latency_benchmark_sets_api_calls_beside_healthz(tmp_path: P
     assert sum("SQL statements" in note for note in result["notes"]) == 2
 
 
+def test_the_settle_benchmark_sets_converting_once_beside_psycopgs_own(tmp_path: Path) -> None:
+    result = bench("settle", ["--rounds", "2", "--per-round", "3", "--warmup", "2"], tmp_path)
+    if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        [row] = result["rows"]
+        assert row["figure"] == "a result settled in a batch of 8 p50 / p90"
+        assert row["baseline"].startswith("each statement converted by psycopg ")
+    else:
+        assert result["rows"] == []
+        assert result["notes"] == ["PostgreSQL only: SQLite's statements are not converted"]
+
+
 def test_the_idle_runners_benchmark_parks_runners_in_the_window_hello_offers(
     tmp_path: Path,
 ) -> None:

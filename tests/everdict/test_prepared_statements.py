@@ -100,3 +100,61 @@ def test_a_column_retyped_under_a_prepared_statement_costs_at_most_one_transacti
         api_key_authenticate(issued.key)
     with transaction.atomic():
         assert api_key_authenticate(issued.key) is not None
+
+
+def _query_classes() -> tuple[Any, type]:
+    """The query class `core.prebuilt`'s cursors convert statements with, and psycopg's."""
+    from psycopg._queries import PostgresQuery
+
+    from core import prebuilt
+
+    preparing: Any = prebuilt._preparing_cursors()[0]
+    return preparing._query_cls, PostgresQuery
+
+
+def _many(rows: int) -> str:
+    """A multi-row `VALUES` of 30 columns a row, as a batch of results is inserted."""
+    row = "(" + ", ".join(["%s"] * 30) + ")"
+    return f"SELECT count(*) FROM (VALUES {', '.join([row] * rows)}) v"
+
+
+@pytest.mark.django_db
+def test_a_statement_of_many_parameters_is_converted_once_per_process(postgres: None) -> None:
+    from core import prebuilt
+
+    converted, _ = _query_classes()
+    sql = _many(8)  # 240 parameters: psycopg itself keeps no conversion past 50
+    before = converted.convert_text.cache_info()
+    for _ in range(3):
+        with prebuilt.cursor(connection.alias) as cursor:
+            cursor.execute(sql, list(range(240)))
+            assert cursor.fetchone() == (8,)
+    after = converted.convert_text.cache_info()
+    assert after.misses - before.misses <= 1
+    assert after.hits - before.hits >= 2
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("sql", "params"),
+    [
+        ("SELECT %s::int + %s::int", [1, 2]),
+        ("SELECT '100%%', %s, %b, %t", ["a", b"\x00\x01", 3]),
+        (_many(8), [*range(200), *[f"text {i}" for i in range(40)]]),
+        (_many(3), [None] * 90),
+    ],
+    ids=["few", "literal percent and formats", "many", "nulls"],
+)
+def test_a_converted_statement_is_what_psycopg_would_send(
+    postgres: None, sql: str, params: list[Any]
+) -> None:
+    from psycopg.adapt import Transformer
+
+    converted, psycopgs = _query_classes()
+    connection.ensure_connection()
+    sent = []
+    for query_class in (converted, psycopgs, converted):  # the second time from what it keeps
+        query = query_class(Transformer(connection.connection))
+        query.convert(sql, params)
+        sent.append((query.query, query.params, query.types, query.formats))
+    assert sent[0] == sent[1] == sent[2]
