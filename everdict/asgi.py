@@ -15,7 +15,11 @@ FULL_COLLECTION_AFTER = 1_000
 # Django first: the apps must be loaded before anything imports models.
 # Static files (admin, API docs, page assets) are served by the app itself, so a bare
 # `daphne everdict.asgi:application` needs no separate web server.
+from core.request_bodies import leave_bodies_unparsed  # noqa: E402
 from core.request_threads import RequestThreads  # noqa: E402
+
+# Daphne hands each body to the application as it came, unparsed by Twisted.
+leave_bodies_unparsed()
 
 # Each request's sync code runs on a thread of its own, kept for later requests.
 django_asgi_app = RequestThreads(ASGIStaticFilesHandler(get_asgi_application()))
