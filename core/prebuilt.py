@@ -102,7 +102,11 @@ def _preparing_cursors() -> tuple[type, type]:
     from psycopg import _queries
     from psycopg.pq import TransactionStatus
 
-    converted = lru_cache(maxsize=_CONVERTED_STATEMENTS)(_queries._query2pg_nocache)
+    # Psycopg's own conversion, without its limits on what it keeps. A private function: on
+    # a psycopg without it, psycopg's own (`tests/everdict/test_prepared_statements.py`
+    # notices).
+    nocache = getattr(_queries, "_query2pg_nocache", None)
+    converted = lru_cache(maxsize=_CONVERTED_STATEMENTS)(nocache or (lambda *_: None))
 
     class Converted(_queries.PostgresQuery):
         """Psycopg converts a statement's text (its `%s` found and numbered) once per
@@ -131,7 +135,7 @@ def _preparing_cursors() -> tuple[type, type]:
         the connection's prepared statements are dropped and the statement runs again; in
         one, the refusal stands and the transaction's rollback drops them (psycopg does)."""
 
-        _query_cls = Converted
+        _query_cls = Converted if nocache is not None else _queries.PostgresQuery
 
         def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
             try:
