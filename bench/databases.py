@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -219,6 +220,19 @@ def django_setup(scratch: Scratch) -> None:
     import django
 
     django.setup()
+
+
+def pooled_settings(
+    settings_dict: dict[str, Any], options: dict[str, Any], *, health_checks: bool = True
+) -> dict[str, Any]:
+    """A database's settings with a connection pool of these `options`, as the settings make
+    one for a server (connections returned to the pool after each request)."""
+    return {
+        **settings_dict,
+        "OPTIONS": {**settings_dict["OPTIONS"], "pool": options},
+        "CONN_MAX_AGE": 0,
+        "CONN_HEALTH_CHECKS": health_checks,
+    }
 
 
 def _close_django() -> None:

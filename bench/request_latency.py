@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from databases import add_database_arguments, scratch_database
+from databases import add_database_arguments, pooled_settings, scratch_database
 from report import Summary, finish, machine_line
 from seeding import pair_runners, seed_member, seed_suite
 from server_profile import ServerProfile
@@ -125,12 +125,7 @@ def pool_checkouts(repeat: int = 2000) -> tuple[float, float] | None:
 
     if connection.vendor != "postgresql":
         return None
-    settings_dict = {
-        **connection.settings_dict,
-        "OPTIONS": {**connection.settings_dict["OPTIONS"], "pool": {"min_size": 1, "max_size": 1}},
-        "CONN_MAX_AGE": 0,
-        "CONN_HEALTH_CHECKS": True,
-    }
+    settings_dict = pooled_settings(connection.settings_dict, {"min_size": 1, "max_size": 1})
     figures = []
     for wrapper_class in (DatabaseWrapper, DjangoWrapper):
         wrapper: Any = wrapper_class(settings_dict, alias=f"bench-{wrapper_class.__module__}")

@@ -11,6 +11,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from databases import pooled_settings
 from django.db import connection
 from django.db.backends.postgresql.base import DatabaseWrapper as DjangoWrapper
 from psycopg_pool import ConnectionPool
@@ -34,12 +35,7 @@ def observer() -> Iterator[psycopg.Connection[Any]]:
 def pool_settings(options: dict[str, Any], *, health_checks: bool = True) -> dict[str, Any]:
     """The test database's settings with a pool of these `options`, as the settings make
     one for a server."""
-    return {
-        **connection.settings_dict,
-        "OPTIONS": {**connection.settings_dict["OPTIONS"], "pool": options},
-        "CONN_MAX_AGE": 0,
-        "CONN_HEALTH_CHECKS": health_checks,
-    }
+    return pooled_settings(connection.settings_dict, options, health_checks=health_checks)
 
 
 @contextmanager
