@@ -38,7 +38,7 @@ from databases import add_database_arguments, scratch_database
 from report import Summary, finish, machine_line
 from seeding import pair_runners, seed_member, seed_suite
 from server_profile import ServerProfile
-from servers import daphne, server_env
+from servers import RssPeak, daphne, server_env
 
 TARGET = 0.80
 MIB = 1024 * 1024
@@ -114,29 +114,6 @@ def plain_puts(url: str, blobs: list[bytes]) -> float:
             reply = client.put("/healthz", content=data, headers=headers)
             assert reply.status_code < 500, reply.text[:300]
         return time.perf_counter() - began
-
-
-class RssPeak:
-    """The highest resident set size of a process, sampled every few milliseconds until
-    stopped."""
-
-    def __init__(self, server: Any, every_s: float = 0.002) -> None:
-        import threading
-
-        self.server = server
-        self.peak = server.rss_bytes()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, args=(every_s,), daemon=True)
-        self._thread.start()
-
-    def _sample(self, every_s: float) -> None:
-        while not self._stop.wait(every_s):
-            self.peak = max(self.peak, self.server.rss_bytes())
-
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join()
-        return self.peak
 
 
 def rss_while_receiving(

@@ -55,6 +55,29 @@ class Server(Proc):
         return float(times.user + times.system)
 
 
+class RssPeak:
+    """The highest resident set size of a process, sampled every few milliseconds until
+    stopped."""
+
+    def __init__(self, server: Any, every_s: float = 0.002) -> None:
+        import threading
+
+        self.server = server
+        self.peak = server.rss_bytes()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, args=(every_s,), daemon=True)
+        self._thread.start()
+
+    def _sample(self, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            self.peak = max(self.peak, self.server.rss_bytes())
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
 @contextmanager
 def daphne(scratch: Scratch, name: str = "daphne", **env: Any) -> Iterator[Server]:
     """Start daphne on a free loopback port over the scratch database; stop it after."""

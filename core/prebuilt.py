@@ -92,6 +92,37 @@ def cursor(alias: str) -> Any:
 _CONVERTED_STATEMENTS = 1024
 
 
+def _query_class() -> type:
+    """How the preparing cursor converts a statement's text for the server.
+
+    Psycopg converts a text (its `%s` found and numbered) once per process only when it has
+    at most 50 parameters and 4 KiB: ORMs make texts that never come back. The texts written
+    here always do (a batch's insert of 8 result rows has 240 parameters), so each is
+    converted once, whatever its size, by psycopg's own conversion. That is a private
+    function: on a psycopg without it, psycopg's own class (which
+    `tests/everdict/test_prepared_statements.py` notices)."""
+    from psycopg import _queries
+
+    nocache = getattr(_queries, "_query2pg_nocache", None)
+    if nocache is None:
+        return _queries.PostgresQuery
+    kept = lru_cache(maxsize=_CONVERTED_STATEMENTS)(nocache)
+
+    class Converted(_queries.PostgresQuery):
+        convert_text = staticmethod(kept)
+
+        def convert(self, query: Any, vars: Any) -> None:
+            if vars is None or not isinstance(query, str | bytes):
+                super().convert(query, vars)
+                return
+            self.query, self._want_formats, self._order, self._parts = self.convert_text(
+                self._ensure_bytes(query), self._tx.encoding
+            )
+            self.dump(vars)
+
+    return Converted
+
+
 @cache
 def _preparing_cursors() -> tuple[type, type]:
     import psycopg
@@ -99,32 +130,7 @@ def _preparing_cursors() -> tuple[type, type]:
         ServerBindingCursor,
     )
     from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
-    from psycopg import _queries
     from psycopg.pq import TransactionStatus
-
-    # Psycopg's own conversion, without its limits on what it keeps. A private function: on
-    # a psycopg without it, psycopg's own (`tests/everdict/test_prepared_statements.py`
-    # notices).
-    nocache = getattr(_queries, "_query2pg_nocache", None)
-    converted = lru_cache(maxsize=_CONVERTED_STATEMENTS)(nocache or (lambda *_: None))
-
-    class Converted(_queries.PostgresQuery):
-        """Psycopg converts a statement's text (its `%s` found and numbered) once per
-        process only when it has at most 50 parameters and 4 KiB: ORMs make texts that
-        never come back. The texts written here always do (a batch's insert of 8 result
-        rows has 240 parameters), so each is converted once, whatever its size."""
-
-        convert_text = staticmethod(converted)
-
-        def convert(self, query: Any, vars: Any) -> None:
-            if vars is None or not isinstance(query, str | bytes):
-                return super().convert(query, vars)  # type: ignore[no-any-return]
-            query = self._ensure_bytes(query)
-            self.query, self._want_formats, self._order, self._parts = self.convert_text(
-                query, self._tx.encoding
-            )
-            self.dump(vars)
-            return None
 
     class Preparing(ServerBindingCursor):  # type: ignore[misc,valid-type]
         """Binds on the server and prepares what runs again (the connection's threshold).
@@ -135,7 +141,7 @@ def _preparing_cursors() -> tuple[type, type]:
         the connection's prepared statements are dropped and the statement runs again; in
         one, the refusal stands and the transaction's rollback drops them (psycopg does)."""
 
-        _query_cls = Converted if nocache is not None else _queries.PostgresQuery
+        _query_cls = _query_class()
 
         def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
             try:

@@ -4,12 +4,11 @@ body before the application decides what to do with it (`core.request_bodies`)."
 from __future__ import annotations
 
 import os
-import threading
 import time
 import urllib.error
 import urllib.request
 
-import psutil
+from servers import RssPeak, Server
 
 from tests.live import LiveServer
 
@@ -35,30 +34,6 @@ def _post(url: str, body: bytes, content_type: str) -> int:
         return exc.code
 
 
-class PeakRss:
-    """The highest resident size a process reaches while this is open (sampled)."""
-
-    def __init__(self, pid: int) -> None:
-        self.process = psutil.Process(pid)
-        self.before = self.peak = self.process.memory_info().rss
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def _sample(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self.process.memory_info().rss)
-            time.sleep(0.005)
-
-    def __enter__(self) -> PeakRss:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        time.sleep(0.2)
-        self._stop.set()
-        self._thread.join()
-
-
 def test_a_large_form_post_from_anyone_costs_the_server_about_its_size(
     daphne_server: LiveServer,
 ) -> None:
@@ -68,8 +43,12 @@ def test_a_large_form_post_from_anyone_costs_the_server_about_its_size(
     body = _multipart(BODY_MIB << 20)
     url = f"{daphne_server.url}/api/nothing-here"
     assert _post(url, _multipart(16), "multipart/form-data; boundary=XX") == 404  # warm
-    with PeakRss(daphne_server.proc.pid) as rss:
-        status = _post(url, body, "multipart/form-data; boundary=XX")
+    server = Server(daphne_server.proc, daphne_server.port)
+    before = server.rss_bytes()
+    sampler = RssPeak(server)
+    status = _post(url, body, "multipart/form-data; boundary=XX")
+    time.sleep(0.2)  # what the server still does with the body after answering
+    peak = sampler.stop()
     assert status == 404
-    grown_mib = (rss.peak - rss.before) / (1 << 20)
+    grown_mib = (peak - before) / (1 << 20)
     assert grown_mib < 3 * BODY_MIB, f"the server grew by {grown_mib:.0f} MiB"
