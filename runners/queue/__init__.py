@@ -18,7 +18,14 @@ transaction together with what they record. By concern:
 """
 
 from runners.queue.activity import absence, jobs_idle, runners_active
-from runners.queue.admission import jobs_admit, jobs_park, judge_jobs_queue
+from runners.queue.admission import (
+    ParkWithRun,
+    jobs_admit,
+    jobs_park,
+    jobs_park_with_run,
+    judge_jobs_queue,
+    parks_with_run,
+)
 from runners.queue.claim import LeasedJob, claim_plan, job_lease
 from runners.queue.fence import RESUMED, Settlement, job_fail, job_heartbeat
 from runners.queue.handback import job_hand_back, job_release, runner_pause
@@ -56,6 +63,7 @@ __all__ = [
     "Ended",
     "LeasedJob",
     "Outcome",
+    "ParkWithRun",
     "Settlement",
     "absence",
     "cancel_once",
@@ -77,6 +85,7 @@ __all__ = [
     "jobs_of_revoked_runner_end",
     "jobs_of_revoked_runners",
     "jobs_park",
+    "jobs_park_with_run",
     "jobs_release_from",
     "jobs_settle",
     "judge_jobs_queue",
@@ -87,6 +96,7 @@ __all__ = [
     "leases_lapsed_for_good",
     "logs_append",
     "not_held",
+    "parks_with_run",
     "run_active_count",
     "run_has_pending",
     "run_job_counts",

@@ -188,6 +188,91 @@ def _park_inline(
         cursor.execute(_park_inline_sql(alias), params)
 
 
+@dataclass(frozen=True)
+class ParkWithRun:
+    """A dispatch's jobs parked by the statement that inserts their run (PostgreSQL): `sql`
+    holds the CTEs `b` (their batch, the run's id written into what they share) and `j` (one
+    job per case and repeat, in order), read from the CTEs `r` (the run: `id`) and `cases`
+    (`case_key`, `case_input`, `hidden`, `n`: its place from 0, `total`) written before them;
+    `columns` the two select-list entries (the jobs parked, the owner's wake-up). `params`
+    are the CTEs' and then the columns' own, in that order."""
+
+    sql: str
+    columns: str
+    params: list[Any]
+    owner_id: int
+    admit: int
+
+    def parked(self, count: int) -> int:
+        """After the statement: `count` jobs parked; this process's waiters wake at commit."""
+        if count and self.admit:
+            transaction.on_commit(lambda: wakeup.hub.wake([self.owner_id]))
+        return count
+
+
+def parks_with_run(jobs: int) -> bool:
+    """Whether a dispatch of `jobs` jobs is parked by its run's own statement."""
+    return connection.vendor == "postgresql" and jobs <= _PARK_INLINE
+
+
+def jobs_park_with_run(
+    *,
+    owner_id: int,
+    runner_id: int | None,
+    shared: dict[str, Any],
+    repeats: int,
+    required_capabilities: Sequence[str],
+    needs_features: Sequence[str] = (),
+    admit: int,
+    max_attempts: int,
+) -> ParkWithRun:
+    """What parks one job per case and repeat of a run not inserted yet, every case once then
+    again for each repeat, the first `admit` queued: the jobs `jobs_park` would write, each
+    job's own part (`repeat`, `case`, `hidden` when the case has hidden files) written by the
+    statement from the case as stored."""
+    now = timezone.now()
+    params: list[Any] = [json.dumps(shared), now, owner_id, runner_id]
+    params += [json.dumps(sorted(required_capabilities)), json.dumps(sorted(needs_features))]
+    params += [admit, max_attempts, now, admit, now, list(range(repeats))]
+    params += [wakeup.CHANNEL, str(owner_id), admit > 0]
+    alias = RunnerJob.objects.db
+    sql, columns = _park_with_run_sql(alias)
+    return ParkWithRun(sql=sql, columns=columns, params=params, owner_id=owner_id, admit=admit)
+
+
+@cache
+def _park_with_run_sql(alias: str) -> tuple[str, str]:
+    batch = prebuilt.table(JobBatch, alias)
+    columns = ", ".join(prebuilt.column(RunnerJob, c, alias) for c in _PARK_COLUMNS)
+    own = (
+        "jsonb_build_object('repeat', v.rep, 'case', "
+        "jsonb_build_object('key', cases.case_key, 'input', cases.case_input)) || CASE WHEN "
+        "jsonb_typeof(cases.hidden) = 'object' AND cases.hidden <> '{}'::jsonb "
+        "THEN jsonb_build_object('hidden', cases.hidden) ELSE '{}'::jsonb END"
+    )
+    ctes = (
+        f"b AS (INSERT INTO {batch} ({prebuilt.column(JobBatch, 'payload', alias)}, "
+        f"{prebuilt.column(JobBatch, 'created_at', alias)}) "
+        "SELECT jsonb_set(%s::jsonb, '{run_id}', to_jsonb(r.id)), %s FROM r "
+        f"RETURNING {prebuilt.column(JobBatch, 'id', alias)} AS id), "
+        f"j AS (INSERT INTO {prebuilt.table(RunnerJob, alias)} ({columns}) "
+        f"SELECT %s, %s, r.id, v.seq, cases.case_key, v.rep, b.id, {own}, "
+        "%s::jsonb, %s::jsonb, "
+        f"CASE WHEN v.seq < %s THEN '{JobStatus.QUEUED.value}' "
+        f"ELSE '{JobStatus.PENDING.value}' END, "
+        "0, 0, %s, %s, CASE WHEN v.seq < %s THEN %s::timestamptz END, '' "
+        "FROM r, b, cases, unnest(%s::int[]) AS g(rep), "
+        "LATERAL (SELECT g.rep, g.rep * cases.total + cases.n AS seq) AS v "
+        # In order: the claim walks a dispatch's jobs by id.
+        f"ORDER BY v.seq RETURNING {prebuilt.column(RunnerJob, 'id', alias)})"
+    )
+    # The wake-up is sent at commit, whichever statement of the transaction asks.
+    selected = (
+        "(SELECT count(*) FROM j), (SELECT pg_notify(%s, %s) WHERE %s AND EXISTS (SELECT FROM j))"
+    )
+    return ctes, selected
+
+
 def _park_many(
     park: _ParkRows, batch_id: int, jobs: Iterable[tuple[str, int, dict[str, Any]]]
 ) -> int:

@@ -66,9 +66,11 @@ def case_job(
     name: str,
     kind: Literal["case", "judge"] = "case",
     needs_features: Sequence[str] = (),
+    run_id: int | None = None,
 ) -> JobPlan:
     """The case job of `run`'s jobs that run `spec` under the harness name `name` (a judge's
-    is `NAME.judge`), at the version of the run's harness."""
+    is `NAME.judge`), at the version of the run's harness. `run_id` stands for the run's id
+    before the run is inserted, for a statement that writes the id into it."""
     author = run.harness.created_by
     repo = spec.repo
     git_sha = run.metadata["git_sha"] if repo is not None and repo.ref == "run" else None
@@ -76,7 +78,7 @@ def case_job(
         job_id=0,
         attempt_id=0,
         lease_epoch=0,
-        run_id=run.pk,
+        run_id=run.pk if run_id is None else run_id,
         workspace=run.workspace.slug,
         submitted_by=run.submitted_by.get_username(),
         case=CaseRef(key=""),

@@ -1,5 +1,6 @@
 """The rows a run's start writes, by statements built once per process (`core.prebuilt`):
-the run (with its cases read in the same statement on PostgreSQL) and its first events.
+the run (with its cases read in the same statement on PostgreSQL, and a small dispatch's
+jobs parked by it) and its first events.
 
 A run start is one of the API's hottest writes; compiling its inserts as querysets on every
 request cost more than running them.
@@ -15,6 +16,7 @@ from typing import Any
 from django.db import connections
 
 from core import prebuilt
+from runners.queue import ParkWithRun
 from scorecards.models import TEXT_CHARS, Case, Run, RunEvent
 
 CaseRow = tuple[str, Any, Any]  # key, input, hidden files
@@ -104,6 +106,54 @@ def run_insert_reading_cases(
         skip = 2
     cases = [tuple(reader.values(alias, row[skip:])) for row in found if row[skip] is not None]
     return cases, events  # type: ignore[return-value]
+
+
+@cache
+def _parking_sql(alias: str, park: str, parked: str) -> str:
+    """The run, its first events, its cases read and its jobs parked from them by the queue's
+    CTEs `park` (their count and wake-up `parked`): one statement (PostgreSQL)."""
+
+    def col(name: str) -> str:
+        return f"c.{prebuilt.column(Case, name, alias)}"
+
+    pk = prebuilt.column(Run, "id", alias)
+    event_pk = prebuilt.column(RunEvent, "id", alias)
+    columns = ", ".join(
+        prebuilt.column(RunEvent, name, alias) for name in ("run_id", "at", "level", "message")
+    )
+    return (
+        f"WITH r AS ({prebuilt.insert_sql(Run, alias)}), "
+        f"e AS (INSERT INTO {prebuilt.table(RunEvent, alias)} ({columns}) "
+        f"SELECT r.{pk}, %s::timestamptz, v.level, v.message FROM r, "
+        "unnest(%s::text[], %s::text[]) WITH ORDINALITY AS v(level, message, n) "
+        f"ORDER BY v.n RETURNING {event_pk} AS id), "
+        f"cases AS (SELECT {col('key')} AS case_key, {col('input')} AS case_input, "
+        f"{col('hidden_files')} AS hidden, "
+        f"row_number() OVER (ORDER BY {col('position')}) - 1 AS n, count(*) OVER () AS total "
+        f"FROM {prebuilt.table(Case, alias)} c WHERE {col('dataset_id')} = %s), {park} "
+        f"SELECT r.{pk}, (SELECT array_agg(e.id ORDER BY e.id) FROM e), {parked} FROM r"
+    )
+
+
+def run_insert_parking_jobs(
+    run: Run, said: Sequence[tuple[str, str]], at: Any, park: ParkWithRun
+) -> tuple[int, list[RunEvent]]:
+    """Insert `run` (setting its pk) with its first events `said` at `at`, and park a job per
+    case of its dataset and repeat as `park` says: one statement (PostgreSQL). The jobs
+    parked, and the events."""
+    alias = Run.objects.db
+    connection = connections[alias]
+    events = _events(run, said, at)
+    at = RunEvent._meta.get_field("at").get_db_prep_save(at, connection)
+    params = prebuilt.insert_params(run, alias)
+    params += [at, [e.level for e in events], [e.message for e in events], run.dataset_id]
+    with prebuilt.cursor(alias) as cursor:
+        cursor.execute(_parking_sql(alias, park.sql, park.columns), params + park.params)
+        pk, event_pks, count, _ = cursor.fetchone()
+    run.pk = pk
+    run._state.adding, run._state.db = False, alias
+    _stored(events, event_pks or [], alias)
+    return park.parked(count), events
 
 
 @cache

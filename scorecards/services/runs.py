@@ -41,7 +41,12 @@ from scorecards.services.events import event
 from scorecards.services.grades import GRADE_STATE, grades_write
 from scorecards.services.jobs import case_job
 from scorecards.services.results import run_complete
-from scorecards.services.run_rows import CaseRow, run_events_insert, run_insert_reading_cases
+from scorecards.services.run_rows import (
+    CaseRow,
+    run_events_insert,
+    run_insert_parking_jobs,
+    run_insert_reading_cases,
+)
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -224,8 +229,11 @@ def run_start(
         # are written with the run. A rerun's are written once its cases are read.
         planned = None if case_keys is not None else dv.case_count * repeats
         said = [] if planned is None else _dispatch_said(run, target, planned)
-        cases, events = run_insert_reading_cases(run, case_keys, said, now)
-        count = _park_jobs(run, spec, target, cases)
+        if planned is not None and queue.parks_with_run(planned):
+            count, events = run_insert_parking_jobs(run, said, now, _parking(run, spec, target))
+        else:
+            cases, events = run_insert_reading_cases(run, case_keys, said, now)
+            count = _park_jobs(run, spec, target, cases)
         if planned is None:
             events = run_events_insert(run, _dispatch_said(run, target, count), now)
         elif count != planned:
@@ -321,6 +329,23 @@ def _target_name(target: Target) -> str:
     if target.runner is not None:
         return f"runner {target.runner.label} (#{target.runner.pk})"
     return "any of the submitter's runners"
+
+
+def _parking(run: Run, spec: HarnessSpec, target: Target) -> queue.ParkWithRun:
+    """What parks the jobs `_park_jobs` would, by the statement that inserts the run."""
+    plan = case_job(
+        run=run, spec=spec, name=run.harness.name, needs_features=spec_features(spec), run_id=0
+    )
+    return queue.jobs_park_with_run(
+        owner_id=run.submitted_by_id,
+        runner_id=target.runner.pk if target.runner else None,
+        shared=plan.shared,
+        repeats=run.repeats,
+        required_capabilities=plan.capabilities,
+        needs_features=plan.needs_features,
+        admit=run.concurrency,
+        max_attempts=settings.EVERDICT_MAX_ATTEMPTS,
+    )
 
 
 def _park_jobs(run: Run, spec: HarnessSpec, target: Target, cases: list[CaseRow]) -> int:
