@@ -261,6 +261,8 @@ def _park_with_run_sql(alias: str) -> tuple[str, str]:
         f"CASE WHEN v.seq < %s THEN '{JobStatus.QUEUED.value}' "
         f"ELSE '{JobStatus.PENDING.value}' END, "
         "0, 0, %s, %s, CASE WHEN v.seq < %s THEN %s::timestamptz END, '' "
+        # The repeats as an array: PostgreSQL guesses 1,000 rows of `generate_series` over
+        # a parameter, so its generic plan looked dearer and it planned every run afresh.
         "FROM r, b, cases, unnest(%s::int[]) AS g(rep), "
         "LATERAL (SELECT g.rep, g.rep * cases.total + cases.n AS seq) AS v "
         # In order: the claim walks a dispatch's jobs by id.

@@ -48,6 +48,27 @@ def test_a_run_start_prepares_its_read_on_its_second_run(
 
 
 @pytest.mark.django_db
+def test_a_run_start_is_planned_once_not_on_every_run(
+    postgres: None, alice: Any, workspace: Any
+) -> None:
+    """PostgreSQL plans a prepared statement afresh for its first five runs, then keeps its
+    generic plan unless that looks dearer: the start's read and its one writing statement
+    must not look dearer, or every start pays their planning."""
+    laptop = pair(alice)
+    suite(alice, cases=2)
+    for _ in range(9):
+        start(alice, laptop, repeats=2)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement, generic_plans FROM pg_prepared_statements")
+        plans = {
+            "read" if _is_start_read(sql) else "write": generic
+            for sql, generic in cursor.fetchall()
+            if _is_start_read(sql) or sql.startswith('WITH r AS (INSERT INTO "scorecards_run"')
+        }
+    assert plans == {"read": 3, "write": 3}
+
+
+@pytest.mark.django_db
 @override_settings(EVERDICT_DB_PREPARE=False)
 def test_with_preparing_off_nothing_is_prepared(postgres: None, alice: Any, workspace: Any) -> None:
     laptop = pair(alice)
