@@ -45,17 +45,7 @@ def _cases_sql(alias: str, keyed: bool, said: bool = False) -> str:
     pk = prebuilt.column(Run, "id", alias)
     events, ids = "", ""
     if said:
-        columns = ", ".join(
-            prebuilt.column(RunEvent, name, alias) for name in ("run_id", "at", "level", "message")
-        )
-        event_pk = prebuilt.column(RunEvent, "id", alias)
-        events = (
-            f", e AS (INSERT INTO {prebuilt.table(RunEvent, alias)} ({columns}) "
-            f"SELECT r.{pk}, %s::timestamptz, v.level, v.message FROM r, "
-            "unnest(%s::text[], %s::text[]) WITH ORDINALITY AS v(level, message, n) "
-            f"ORDER BY v.n RETURNING {event_pk} AS id)"
-        )
-        ids = ", (SELECT array_agg(e.id ORDER BY e.id) FROM e)"
+        events, ids = f", {_events_cte(alias)}", f", {_EVENT_IDS}"
     return (
         f"WITH r AS ({prebuilt.insert_sql(Run, alias)}){events} "
         f"SELECT r.{pk}{ids}, {selected} FROM r "
@@ -93,8 +83,7 @@ def run_insert_reading_cases(
         return rows, events  # type: ignore[return-value]
     events = _events(run, said, at)
     if said:
-        at = RunEvent._meta.get_field("at").get_db_prep_save(at, connection)
-        params = [at, [e.level for e in events], [e.message for e in events], *params]
+        params = _events_params(events, at, alias) + params
     with prebuilt.cursor(alias) as cursor:
         cursor.execute(sql, prebuilt.insert_params(run, alias) + params)
         found = cursor.fetchall()
@@ -108,6 +97,30 @@ def run_insert_reading_cases(
     return cases, events  # type: ignore[return-value]
 
 
+# The ids of the events the CTE `e` inserted, in order.
+_EVENT_IDS = "(SELECT array_agg(e.id ORDER BY e.id) FROM e)"
+
+
+@cache
+def _events_cte(alias: str) -> str:
+    """The CTE `e`: the run `r`'s first events at one time, from their levels and messages as
+    two arrays, inserted in order (PostgreSQL; `_events_params` are its values)."""
+    columns = ", ".join(
+        prebuilt.column(RunEvent, name, alias) for name in ("run_id", "at", "level", "message")
+    )
+    return (
+        f"e AS (INSERT INTO {prebuilt.table(RunEvent, alias)} ({columns}) "
+        f"SELECT r.{prebuilt.column(Run, 'id', alias)}, %s::timestamptz, v.level, v.message "
+        "FROM r, unnest(%s::text[], %s::text[]) WITH ORDINALITY AS v(level, message, n) "
+        f"ORDER BY v.n RETURNING {prebuilt.column(RunEvent, 'id', alias)} AS id)"
+    )
+
+
+def _events_params(events: list[RunEvent], at: Any, alias: str) -> list[Any]:
+    at = RunEvent._meta.get_field("at").get_db_prep_save(at, connections[alias])
+    return [at, [e.level for e in events], [e.message for e in events]]
+
+
 @cache
 def _parking_sql(alias: str, park: str, parked: str) -> str:
     """The run, its first events, its cases read and its jobs parked from them by the queue's
@@ -116,22 +129,13 @@ def _parking_sql(alias: str, park: str, parked: str) -> str:
     def col(name: str) -> str:
         return f"c.{prebuilt.column(Case, name, alias)}"
 
-    pk = prebuilt.column(Run, "id", alias)
-    event_pk = prebuilt.column(RunEvent, "id", alias)
-    columns = ", ".join(
-        prebuilt.column(RunEvent, name, alias) for name in ("run_id", "at", "level", "message")
-    )
     return (
-        f"WITH r AS ({prebuilt.insert_sql(Run, alias)}), "
-        f"e AS (INSERT INTO {prebuilt.table(RunEvent, alias)} ({columns}) "
-        f"SELECT r.{pk}, %s::timestamptz, v.level, v.message FROM r, "
-        "unnest(%s::text[], %s::text[]) WITH ORDINALITY AS v(level, message, n) "
-        f"ORDER BY v.n RETURNING {event_pk} AS id), "
+        f"WITH r AS ({prebuilt.insert_sql(Run, alias)}), {_events_cte(alias)}, "
         f"cases AS (SELECT {col('key')} AS case_key, {col('input')} AS case_input, "
         f"{col('hidden_files')} AS hidden, "
         f"row_number() OVER (ORDER BY {col('position')}) - 1 AS n, count(*) OVER () AS total "
         f"FROM {prebuilt.table(Case, alias)} c WHERE {col('dataset_id')} = %s), {park} "
-        f"SELECT r.{pk}, (SELECT array_agg(e.id ORDER BY e.id) FROM e), {parked} FROM r"
+        f"SELECT r.{prebuilt.column(Run, 'id', alias)}, {_EVENT_IDS}, {parked} FROM r"
     )
 
 
@@ -142,11 +146,9 @@ def run_insert_parking_jobs(
     case of its dataset and repeat as `park` says: one statement (PostgreSQL). The jobs
     parked, and the events."""
     alias = Run.objects.db
-    connection = connections[alias]
     events = _events(run, said, at)
-    at = RunEvent._meta.get_field("at").get_db_prep_save(at, connection)
-    params = prebuilt.insert_params(run, alias)
-    params += [at, [e.level for e in events], [e.message for e in events], run.dataset_id]
+    params = prebuilt.insert_params(run, alias) + _events_params(events, at, alias)
+    params.append(run.dataset_id)
     with prebuilt.cursor(alias) as cursor:
         cursor.execute(_parking_sql(alias, park.sql, park.columns), params + park.params)
         pk, event_pks, count, _ = cursor.fetchone()

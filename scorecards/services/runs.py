@@ -39,7 +39,7 @@ from scorecards.selectors.starts import start_reads
 from scorecards.selectors.workspaces import membership_for
 from scorecards.services.events import event
 from scorecards.services.grades import GRADE_STATE, grades_write
-from scorecards.services.jobs import case_job
+from scorecards.services.jobs import JobPlan, case_job
 from scorecards.services.results import run_complete
 from scorecards.services.run_rows import (
     CaseRow,
@@ -332,20 +332,12 @@ def _target_name(target: Target) -> str:
 
 
 def _parking(run: Run, spec: HarnessSpec, target: Target) -> queue.ParkWithRun:
-    """What parks the jobs `_park_jobs` would, by the statement that inserts the run."""
+    """What parks the jobs `_park_jobs` would, by the statement that inserts the run (which
+    writes the run's id into what they share)."""
     plan = case_job(
         run=run, spec=spec, name=run.harness.name, needs_features=spec_features(spec), run_id=0
     )
-    return queue.jobs_park_with_run(
-        owner_id=run.submitted_by_id,
-        runner_id=target.runner.pk if target.runner else None,
-        shared=plan.shared,
-        repeats=run.repeats,
-        required_capabilities=plan.capabilities,
-        needs_features=plan.needs_features,
-        admit=run.concurrency,
-        max_attempts=settings.EVERDICT_MAX_ATTEMPTS,
-    )
+    return queue.jobs_park_with_run(repeats=run.repeats, **_parked_as(run, target, plan))
 
 
 def _park_jobs(run: Run, spec: HarnessSpec, target: Target, cases: list[CaseRow]) -> int:
@@ -353,20 +345,27 @@ def _park_jobs(run: Run, spec: HarnessSpec, target: Target, cases: list[CaseRow]
     first `concurrency` are admitted at once."""
     plan = case_job(run=run, spec=spec, name=run.harness.name, needs_features=spec_features(spec))
     return queue.jobs_park(
-        owner_id=run.submitted_by_id,
-        runner_id=target.runner.pk if target.runner else None,
         run_id=run.pk,
-        shared=plan.shared,
         jobs=(
             (key, repeat, plan.own(key, case_input, repeat, hidden=hidden))
             for repeat in range(run.repeats)
             for key, case_input, hidden in cases
         ),
-        required_capabilities=plan.capabilities,
-        needs_features=plan.needs_features,
-        admit=run.concurrency,
-        max_attempts=settings.EVERDICT_MAX_ATTEMPTS,
+        **_parked_as(run, target, plan),
     )
+
+
+def _parked_as(run: Run, target: Target, plan: JobPlan) -> dict[str, Any]:
+    """Whose, where and how a run's case jobs are parked: the first `concurrency` queued."""
+    return {
+        "owner_id": run.submitted_by_id,
+        "runner_id": target.runner.pk if target.runner else None,
+        "shared": plan.shared,
+        "required_capabilities": plan.capabilities,
+        "needs_features": plan.needs_features,
+        "admit": run.concurrency,
+        "max_attempts": settings.EVERDICT_MAX_ATTEMPTS,
+    }
 
 
 def run_cancel(*, user: User, run_id: int) -> Run:
