@@ -62,33 +62,23 @@ def jobs_park(
     executemany.
     What the jobs share is stored once, in their batch.
     """
-    now = timezone.now()
     alias = RunnerJob.objects.db
-    job_rows = _ParkRows(
-        owner_id=owner_id,
-        runner_id=runner_id,
-        run_id=run_id,
-        capabilities=json.dumps(sorted(required_capabilities)),
-        features=json.dumps(sorted(needs_features)),
-        admit=admit,
-        max_attempts=max_attempts,
-        now=now,
+    job_rows = _ParkRows.of(
+        owner_id, runner_id, run_id, required_capabilities, needs_features, admit, max_attempts
     )
     jobs = iter(jobs)
     head = list(islice(jobs, _PARK_INLINE + 1))
     if not head:
         return 0
     if connection.vendor != "postgresql":
-        batch = prebuilt.insert(JobBatch(payload=shared, created_at=now), alias)
+        batch = prebuilt.insert(JobBatch(payload=shared, created_at=job_rows.now), alias)
         count = _park_many(job_rows, batch.pk, chain(head, jobs))
     elif len(head) <= _PARK_INLINE:
         _park_inline(alias, job_rows, shared, head)
         count = len(head)
     else:
         count = _park_many(job_rows, _batch_notifying(alias, job_rows, shared), chain(head, jobs))
-    if admit:
-        # PostgreSQL's NOTIFY went with the batch; this process's own waiters wake at commit.
-        transaction.on_commit(lambda: wakeup.hub.wake([owner_id]))
+    job_rows.woken_at_commit(count)
     return count
 
 
@@ -98,14 +88,52 @@ _PARK_INLINE = 64
 
 @dataclass(frozen=True)
 class _ParkRows:
+    """What a dispatch's jobs share but their batch, their place and their own part."""
+
     owner_id: int
     runner_id: int | None
-    run_id: int
+    run_id: int | None  # None: the run the statement inserts, `r.id`
     capabilities: str
     features: str
     admit: int
     max_attempts: int
     now: datetime
+
+    @classmethod
+    def of(
+        cls,
+        owner_id: int,
+        runner_id: int | None,
+        run_id: int | None,
+        required_capabilities: Sequence[str],
+        needs_features: Sequence[str],
+        admit: int,
+        max_attempts: int,
+    ) -> _ParkRows:
+        """A dispatch's, parked now."""
+        return cls(
+            owner_id=owner_id,
+            runner_id=runner_id,
+            run_id=run_id,
+            capabilities=json.dumps(sorted(required_capabilities)),
+            features=json.dumps(sorted(needs_features)),
+            admit=admit,
+            max_attempts=max_attempts,
+            now=timezone.now(),
+        )
+
+    def job_params(self) -> list[Any]:
+        """The values of `_jobs_cte`, in order."""
+        params: list[Any] = [self.owner_id, self.runner_id]
+        params += [] if self.run_id is None else [self.run_id]
+        params += [self.capabilities, self.features, self.admit, self.max_attempts, self.now]
+        return [*params, self.admit, self.now]
+
+    def woken_at_commit(self, count: int) -> None:
+        """After `count` jobs parked: this process's waiters wake at commit (PostgreSQL's
+        NOTIFY went with the jobs' statement)."""
+        if count and self.admit:
+            transaction.on_commit(lambda: wakeup.hub.wake([self.owner_id]))
 
     def rows(
         self, batch_id: int, jobs: Iterable[tuple[str, int, dict[str, Any]]]
@@ -133,22 +161,42 @@ class _ParkRows:
             )
 
 
-@cache
-def _park_inline_sql(alias: str) -> str:
-    batch = prebuilt.table(JobBatch, alias)
+def _jobs_cte(alias: str, *, run: str, key: str, repeat: str, payload: str, rows: str) -> str:
+    """The CTE `j`: a job of the batch `b` per row of `rows` (a FROM clause naming `v.seq`,
+    its place), its run, case key, repeat and own part the SQL given, the first `admit`
+    queued; `_ParkRows.job_params` are its values (the run's id among them when `run` is
+    `%s`), then those of `rows`."""
     columns = ", ".join(prebuilt.column(RunnerJob, c, alias) for c in _PARK_COLUMNS)
     return (
-        f"WITH b AS (INSERT INTO {batch} ({prebuilt.column(JobBatch, 'payload', alias)}, "
-        f"{prebuilt.column(JobBatch, 'created_at', alias)}) VALUES (%s::jsonb, %s) "
-        f"RETURNING {prebuilt.column(JobBatch, 'id', alias)} AS id), "
         f"j AS (INSERT INTO {prebuilt.table(RunnerJob, alias)} ({columns}) "
-        "SELECT %s, %s, %s, v.seq, v.case_key, v.repeat, b.id, v.payload::jsonb, "
+        f"SELECT %s, %s, {run}, v.seq, {key}, {repeat}, b.id, {payload}, "
         "%s::jsonb, %s::jsonb, "
         f"CASE WHEN v.seq < %s THEN '{JobStatus.QUEUED.value}' "
         f"ELSE '{JobStatus.PENDING.value}' END, "
-        "0, 0, %s, %s, CASE WHEN v.seq < %s THEN %s::timestamptz END, '' "
-        "FROM b, unnest(%s::int[], %s::text[], %s::int[], %s::text[]) "
-        "AS v(seq, case_key, repeat, payload)) "
+        f"0, 0, %s, %s, CASE WHEN v.seq < %s THEN %s::timestamptz END, '' FROM {rows} "
+        f"RETURNING {prebuilt.column(RunnerJob, 'id', alias)})"
+    )
+
+
+def _batch_columns(alias: str) -> str:
+    return ", ".join(prebuilt.column(JobBatch, c, alias) for c in ("payload", "created_at"))
+
+
+@cache
+def _park_inline_sql(alias: str) -> str:
+    jobs = _jobs_cte(
+        alias,
+        run="%s",
+        key="v.case_key",
+        repeat="v.repeat",
+        payload="v.payload::jsonb",
+        rows="b, unnest(%s::int[], %s::text[], %s::int[], %s::text[]) "
+        "AS v(seq, case_key, repeat, payload)",
+    )
+    return (
+        f"WITH b AS (INSERT INTO {prebuilt.table(JobBatch, alias)} ({_batch_columns(alias)}) "
+        f"VALUES (%s::jsonb, %s) RETURNING {prebuilt.column(JobBatch, 'id', alias)} AS id), "
+        f"{jobs} "
         # The wake-up is sent at commit, whichever statement of the transaction asks.
         "SELECT pg_notify(%s, %s) WHERE %s"
     )
@@ -178,9 +226,7 @@ def _park_inline(
     alias: str, park: _ParkRows, shared: dict[str, Any], jobs: list[tuple[str, int, dict[str, Any]]]
 ) -> None:
     """The batch, its jobs and the owner's wake-up in one statement (PostgreSQL)."""
-    params: list[Any] = [json.dumps(shared), park.now, park.owner_id, park.runner_id, park.run_id]
-    params += [park.capabilities, park.features, park.admit, park.max_attempts, park.now]
-    params += [park.admit, park.now, list(range(len(jobs)))]
+    params: list[Any] = [json.dumps(shared), park.now, *park.job_params(), list(range(len(jobs)))]
     params += [[key for key, _, _ in jobs], [repeat for _, repeat, _ in jobs]]
     params += [[json.dumps(payload) for _, _, payload in jobs]]
     params += [wakeup.CHANNEL, str(park.owner_id), park.admit > 0]
@@ -200,13 +246,11 @@ class ParkWithRun:
     sql: str
     columns: str
     params: list[Any]
-    owner_id: int
-    admit: int
+    rows: _ParkRows
 
     def parked(self, count: int) -> int:
         """After the statement: `count` jobs parked; this process's waiters wake at commit."""
-        if count and self.admit:
-            transaction.on_commit(lambda: wakeup.hub.wake([self.owner_id]))
+        self.rows.woken_at_commit(count)
         return count
 
 
@@ -230,43 +274,40 @@ def jobs_park_with_run(
     again for each repeat, the first `admit` queued: the jobs `jobs_park` would write, each
     job's own part (`repeat`, `case`, `hidden` when the case has hidden files) written by the
     statement from the case as stored."""
-    now = timezone.now()
-    params: list[Any] = [json.dumps(shared), now, owner_id, runner_id]
-    params += [json.dumps(sorted(required_capabilities)), json.dumps(sorted(needs_features))]
-    params += [admit, max_attempts, now, admit, now, list(range(repeats))]
+    rows = _ParkRows.of(
+        owner_id, runner_id, None, required_capabilities, needs_features, admit, max_attempts
+    )
+    params: list[Any] = [json.dumps(shared), rows.now, *rows.job_params(), list(range(repeats))]
     params += [wakeup.CHANNEL, str(owner_id), admit > 0]
-    alias = RunnerJob.objects.db
-    sql, columns = _park_with_run_sql(alias)
-    return ParkWithRun(sql=sql, columns=columns, params=params, owner_id=owner_id, admit=admit)
+    sql, columns = _park_with_run_sql(RunnerJob.objects.db)
+    return ParkWithRun(sql=sql, columns=columns, params=params, rows=rows)
 
 
 @cache
 def _park_with_run_sql(alias: str) -> tuple[str, str]:
-    batch = prebuilt.table(JobBatch, alias)
-    columns = ", ".join(prebuilt.column(RunnerJob, c, alias) for c in _PARK_COLUMNS)
     own = (
         "jsonb_build_object('repeat', v.rep, 'case', "
         "jsonb_build_object('key', cases.case_key, 'input', cases.case_input)) || CASE WHEN "
         "jsonb_typeof(cases.hidden) = 'object' AND cases.hidden <> '{}'::jsonb "
         "THEN jsonb_build_object('hidden', cases.hidden) ELSE '{}'::jsonb END"
     )
-    ctes = (
-        f"b AS (INSERT INTO {batch} ({prebuilt.column(JobBatch, 'payload', alias)}, "
-        f"{prebuilt.column(JobBatch, 'created_at', alias)}) "
-        "SELECT jsonb_set(%s::jsonb, '{run_id}', to_jsonb(r.id)), %s FROM r "
-        f"RETURNING {prebuilt.column(JobBatch, 'id', alias)} AS id), "
-        f"j AS (INSERT INTO {prebuilt.table(RunnerJob, alias)} ({columns}) "
-        f"SELECT %s, %s, r.id, v.seq, cases.case_key, v.rep, b.id, {own}, "
-        "%s::jsonb, %s::jsonb, "
-        f"CASE WHEN v.seq < %s THEN '{JobStatus.QUEUED.value}' "
-        f"ELSE '{JobStatus.PENDING.value}' END, "
-        "0, 0, %s, %s, CASE WHEN v.seq < %s THEN %s::timestamptz END, '' "
+    jobs = _jobs_cte(
+        alias,
+        run="r.id",
+        key="cases.case_key",
+        repeat="v.rep",
+        payload=own,
         # The repeats as an array: PostgreSQL guesses 1,000 rows of `generate_series` over
         # a parameter, so its generic plan looked dearer and it planned every run afresh.
-        "FROM r, b, cases, unnest(%s::int[]) AS g(rep), "
+        rows="r, b, cases, unnest(%s::int[]) AS g(rep), "
         "LATERAL (SELECT g.rep, g.rep * cases.total + cases.n AS seq) AS v "
         # In order: the claim walks a dispatch's jobs by id.
-        f"ORDER BY v.seq RETURNING {prebuilt.column(RunnerJob, 'id', alias)})"
+        "ORDER BY v.seq",
+    )
+    ctes = (
+        f"b AS (INSERT INTO {prebuilt.table(JobBatch, alias)} ({_batch_columns(alias)}) "
+        "SELECT jsonb_set(%s::jsonb, '{run_id}', to_jsonb(r.id)), %s FROM r "
+        f"RETURNING {prebuilt.column(JobBatch, 'id', alias)} AS id), {jobs}"
     )
     # The wake-up is sent at commit, whichever statement of the transaction asks.
     selected = (
