@@ -154,3 +154,31 @@ def test_a_screen_directory_is_reused_emptied_and_never_shows_a_frame_of_another
     assert second.result is not None and second.result.output.endswith(" []\n")
     assert third.result is not None and third.result.output.endswith(" []\n")
     assert [p.name for p in (tmp_path / "runner").iterdir()] == ["screens-0"]
+
+
+def test_a_frame_being_looked_at_when_the_case_ends_is_sent_all_the_same(tmp_path: Path) -> None:
+    """The case ends while the watcher reads a frame: the frame it took still goes (the last
+    look finds nothing newer), in each of many cases."""
+    from runnercli.case.screens.stage import SCREEN_DIR_ENV, ScreenDirs
+
+    client = ScreenServer()
+    dirs = ScreenDirs(tmp_path)
+    cases = 100
+
+    async def one_case() -> None:
+        case = CaseContext(held(job(["true"])))
+        stage = Screens(client, tick_s=0.05, dirs=dirs)
+        await stage.start(case)
+        (Path(case.env[SCREEN_DIR_ENV]) / "0000.png").write_bytes(png())
+        while not stage.looking:
+            await asyncio.sleep(0)
+        case.exited.set()
+        await stage.finish(case)
+        await stage.cleanup(case)
+
+    async def all_cases() -> None:
+        for _ in range(cases):
+            await one_case()
+
+    asyncio.run(all_cases())
+    assert client.frames() == [png()] * cases
