@@ -8,8 +8,10 @@ cases leased at once by a runner of 2) is heartbeaten and waits its turn before 
 and nothing more is leased meanwhile: the machine never runs more than it was given.
 
 While the last cases were all short (each under LEASE_AHEAD_BELOW_S), the runner also leases
-as many jobs again ahead of its slots: each waits its turn, heartbeaten, and starts the moment
-a case is over, instead of after a lease's round trip — which is then a real share of a case.
+twice as many jobs again ahead of its slots (LEASE_AHEAD_ROUNDS): each waits its turn,
+heartbeaten, and starts the moment a case is over, instead of after a lease's round trip —
+which is then a real share of a case. One round ahead is not enough: under load, the reply
+to the lease sent when the first slot frees can come after the slots have run that round.
 A long case (a `claude` session of minutes) turns it off: nothing is held from the member's
 other runners while it would gain nothing. On the first signal a job leased ahead that has
 not started is handed back, as a job leased while stopping is.
@@ -73,6 +75,8 @@ MAX_CONCURRENT_TYPE = MaxConcurrent()
 LEASE_GATHER_S = 0.005
 # Cases shorter than this (each of the last `size` cases) lease their successors ahead.
 LEASE_AHEAD_BELOW_S = 1.0
+# How many rounds of the slots are leased ahead beside short cases.
+LEASE_AHEAD_ROUNDS = 2
 
 
 class Slots:
@@ -97,12 +101,13 @@ class Slots:
 
     @property
     def ahead(self) -> int:
-        """The slots leased ahead: as many again while the last `size` cases were all short,
-        none otherwise, nor while a case of several slots is held (it is not passed)."""
+        """The slots leased ahead: LEASE_AHEAD_ROUNDS times as many while the last `size`
+        cases were all short, none otherwise, nor while a case of several slots is held (it
+        is not passed)."""
         recent = self._recent
         if not self.lease_ahead or self._wide or len(recent) < self.size:
             return 0
-        return self.size if max(recent) < LEASE_AHEAD_BELOW_S else 0
+        return LEASE_AHEAD_ROUNDS * self.size if max(recent) < LEASE_AHEAD_BELOW_S else 0
 
     @property
     def leasable(self) -> int:

@@ -141,16 +141,16 @@ def test_a_waiting_case_cancelled_gives_its_turn_to_the_next() -> None:
     assert asyncio.run(scenario())
 
 
-def test_after_short_cases_as_many_again_are_leased_ahead_and_wait_their_turn() -> None:
+def test_after_short_cases_twice_as_many_again_are_leased_ahead_and_wait_their_turn() -> None:
     async def scenario() -> None:
         slots = Slots(2)
         for job_id in (1, 2):  # two short cases run and end
             done = slots.take(sized(1, job_id))
             await slots.start(done)
             slots.give_back(done)
-        assert (slots.free, slots.ahead, slots.leasable) == (2, 2, 4)
-        held = [slots.take(sized(1, job_id)) for job_id in (3, 4, 5, 6)]
-        assert [run.ahead for run in held] == [False, False, True, True]
+        assert (slots.free, slots.ahead, slots.leasable) == (2, 4, 6)
+        held = [slots.take(sized(1, job_id)) for job_id in (3, 4, 5, 6, 7, 8)]
+        assert [run.ahead for run in held] == [False, False, True, True, True, True]
         assert (slots.free, slots.leasable) == (0, 0)
         for run in held[:2]:
             await slots.start(run)
@@ -160,6 +160,7 @@ def test_after_short_cases_as_many_again_are_leased_ahead_and_wait_their_turn() 
         slots.give_back(held[0])
         await third
         assert held[2].started and slots.running == 2
+        assert not any(run.started for run in held[3:])  # the rest wait their turns
 
     asyncio.run(scenario())
 
@@ -171,7 +172,7 @@ def test_a_long_case_or_a_wide_one_held_turns_leasing_ahead_off() -> None:
             done = slots.take(sized(1, job_id))
             await slots.start(done)
             slots.give_back(done)
-        assert slots.ahead == 2
+        assert slots.ahead == 4
         wide = slots.take(sized(2, 3))
         assert (slots.ahead, slots.leasable) == (0, 0)  # nothing leased past it
         await slots.start(wide)
