@@ -100,8 +100,6 @@ class Screens(Stage):
         self.task: asyncio.Task[None] | None = None
         # True while the watcher looks at the directory (and sends a frame).
         self.looking = False
-        # Set when the case ends mid-look: the watcher stops after that look.
-        self.stopping = False
         self.refused: str | None = None
         self.sent = 0
         # The server's word on the next frame (a server that does not say it takes no blob
@@ -120,7 +118,11 @@ class Screens(Stage):
         self.task = asyncio.create_task(self._watch(case, watcher), name="screens")
 
     async def finish(self, case: CaseContext) -> None:
-        await self._stop(let_look_end=True)
+        # The case has exited: the watcher ends by itself, after the look it may be in. A
+        # cancel would lose a frame it has taken (the last look would find nothing newer).
+        task, self.task = self.task, None
+        if task is not None:
+            await task
         if self.watcher is not None and self.refused is None:
             # The last frame goes whatever the interval: the strip ends where the case did.
             await self._look(case, self.watcher, now_ms() + self.watcher.interval_ms)
@@ -131,10 +133,7 @@ class Screens(Stage):
             self.dirs.release(self.directory)
             self.directory = None
 
-    async def _stop(self, *, let_look_end: bool = False) -> None:
-        """Stop the watcher. Mid-look, with `let_look_end`, its look ends first: the watcher
-        may have taken a frame already, which a cancel would lose (the last look would find
-        nothing newer)."""
+    async def _stop(self) -> None:
         task, self.task = self.task, None
         if task is None:
             return
@@ -142,10 +141,6 @@ class Screens(Stage):
             # It saw the harness exit: nothing to wait for (its error, if any, raised here).
             if not task.cancelled():
                 task.result()
-            return
-        if self.looking and let_look_end:
-            self.stopping = True
-            await task
             return
         task.cancel()
         if self.looking:
@@ -161,8 +156,6 @@ class Screens(Stage):
                 await self._look(case, watcher)
             finally:
                 self.looking = False
-            if self.stopping:
-                return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(case.exited.wait(), self.tick_s)
 
