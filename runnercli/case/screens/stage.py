@@ -118,11 +118,16 @@ class Screens(Stage):
         self.task = asyncio.create_task(self._watch(case, watcher), name="screens")
 
     async def finish(self, case: CaseContext) -> None:
-        # The case has exited: the watcher ends by itself, after the look it may be in. A
-        # cancel would lose a frame it has taken (the last look would find nothing newer).
         task, self.task = self.task, None
-        if task is not None:
+        if task is not None and (self.looking or task.done()):
+            # Mid-look, the case having exited: the watcher ends after this look by itself,
+            # where a cancel would lose a frame it has taken (the last look would find
+            # nothing newer). Done: its error, if any, raised here.
             await task
+        elif task is not None:
+            # Between looks, it has taken nothing: cancelled, not waited for (its wake-up
+            # would keep the slot a few turns of a busy loop longer).
+            task.cancel()
         if self.watcher is not None and self.refused is None:
             # The last frame goes whatever the interval: the strip ends where the case did.
             await self._look(case, self.watcher, now_ms() + self.watcher.interval_ms)
