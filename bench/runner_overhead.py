@@ -13,7 +13,8 @@ PostgreSQL's (its server processes, when on this machine), the machine's busy sh
 and the most its cores allow at what a case costs in all these processes; and each pipeline
 stage's wall time per case as the runner clocks it (`EVERDICT_STAGE_TIMES`):
 what a stage the case does not use (repo, services, trace, screens, files) costs it, target
-≈ 0, beside a bare spawn's time in its slot. `deliver` includes the wait for the server to
+≈ 0, beside a bare spawn's time in its slot: the costliest of those the pipeline has, at
+most a twentieth of it. `deliver` includes the wait for the server to
 take the report, which no longer holds the slot; wall times include waiting for the event
 loop, busy with the other cases.
 
@@ -47,6 +48,10 @@ ECHO_SPEC: dict[str, Any] = {
     "grader": {"type": "contains"},
 }
 TARGET = 0.40
+# The stages an echo case does not use: what each costs it is held to a twentieth of a bare
+# spawn's time in its slot (≈ 0, made a figure that can fail).
+UNUSED_STAGES = ("agent-config", "artifacts", "files", "screens", "trace")
+UNUSED_TARGET = 0.05
 
 
 @dataclass
@@ -409,6 +414,18 @@ def main() -> None:
         target=f">= {TARGET:.0%}",
         met=ratio >= TARGET,
     )
+    if (unused := _costliest_unused(times)) is not None:
+        name, ms = unused
+        per_spawn = _spawn_in_slot_ms(bare, args.concurrency)
+        summary.add(
+            benchmark="runner_overhead",
+            figure="the costliest stage an echo case does not use, wall a case",
+            value=f"{name} {ms:.3f} ms",
+            baseline=f"a bare spawn in its slot {per_spawn:.2f} ms",
+            ratio=f"{ms / per_spawn:.1%}" if per_spawn else "-",
+            target=f"<= {UNUSED_TARGET:.0%}",
+            met=bool(per_spawn) and ms <= UNUSED_TARGET * per_spawn,
+        )
     summary.notes.append(
         f"{whole.mcp_calls / per_case:.2f} MCP calls per case"
         f" ({whole.lease_calls / per_case:.2f} leases);"
@@ -429,6 +446,24 @@ def _stage_note(times: dict[str, Any] | None) -> str:
     return "wall ms per case by stage: " + ", ".join(parts)
 
 
+def _costliest_unused(times: dict[str, Any] | None) -> tuple[str, float] | None:
+    """The stage of `UNUSED_STAGES` that cost a case most, and its wall ms a case."""
+    if times is None:
+        return None
+    cases = times["cases"] or 1
+    seconds = times["seconds"]
+    clocked = [(seconds[name] / cases * 1000, name) for name in UNUSED_STAGES if name in seconds]
+    if not clocked:
+        return None
+    ms, name = max(clocked)
+    return name, ms
+
+
+def _spawn_in_slot_ms(bare: Measured, concurrency: int) -> float:
+    """A bare spawn's wall time in its slot (ms)."""
+    return bare.seconds / bare.cases * concurrency * 1000 if bare.cases else 0.0
+
+
 def _read_stage_times(path: Path) -> dict[str, Any] | None:
     import json
 
@@ -444,7 +479,7 @@ def _stage_lines(times: dict[str, Any] | None, bare: Measured, concurrency: int)
     if times is None:
         return ["stage times: the runner wrote none"]
     cases = times["cases"] or 1
-    per_spawn = bare.seconds / bare.cases * concurrency * 1000 if bare.cases else 0.0
+    per_spawn = _spawn_in_slot_ms(bare, concurrency)
     lines = [f"per stage, wall ms per case ({times['cases']} cases, warm-up included):"]
     for name, seconds in sorted(times["seconds"].items(), key=lambda kv: -kv[1]):
         lines.append(f"  {name:<10} {seconds / cases * 1000:8.3f} ms")

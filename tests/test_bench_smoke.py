@@ -116,11 +116,17 @@ def test_the_runner_overhead_benchmark_runs_the_real_cli_beside_bare_spawns(
     tmp_path: Path,
 ) -> None:
     result = bench("runner_overhead", ["--cases", "40"], tmp_path)
-    (row,) = result["rows"]
+    row, unused = result["rows"]
     assert row["figure"] == "runner CLI, 40 echo cases, 8 at once"
     assert row["value"].endswith(" cases/s")
     assert "bare asyncio spawns" in row["baseline"]
     assert row["ratio"].endswith("%")
+    # The costliest stage the case does not use, beside a bare spawn's time in its slot.
+    assert unused["figure"] == "the costliest stage an echo case does not use, wall a case"
+    assert unused["value"].split()[0] in ("agent-config", "artifacts", "files", "screens", "trace")
+    assert unused["value"].endswith(" ms")
+    assert unused["baseline"].startswith("a bare spawn in its slot ")
+    assert unused["ratio"].endswith("%") and unused["target"] == "<= 5%"
     # Calls and CPU per case are counted on the server and on the runner.
     note, ceiling = result["notes"]
     assert "MCP calls per case" in note
