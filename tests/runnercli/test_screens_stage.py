@@ -182,3 +182,44 @@ def test_a_frame_being_looked_at_when_the_case_ends_is_sent_all_the_same(tmp_pat
 
     asyncio.run(all_cases())
     assert client.frames() == [png()] * cases
+
+
+def test_a_case_that_writes_no_frame_finishes_without_waiting_for_the_watcher(
+    tmp_path: Path,
+) -> None:
+    """Between looks the watcher has taken nothing: `finish` cancels it rather than wait for
+    the loop to wake it and see the case has exited (turns of a loop busy with other cases,
+    each taken from this case's slot)."""
+    from runnercli.case.screens.stage import ScreenDirs
+
+    client = ScreenServer()
+    dirs = ScreenDirs(tmp_path)
+
+    async def one_case() -> tuple[int, asyncio.Task[None]]:
+        case = CaseContext(held(job(["true"])))
+        stage = Screens(client, tick_s=30, dirs=dirs)
+        await stage.start(case)
+        watcher = stage.task
+        assert watcher is not None
+        for _ in range(3):  # it looks (nothing there) and waits for its tick
+            await asyncio.sleep(0)
+        assert not stage.looking and not watcher.done()
+        case.exited.set()
+        turns = 0
+
+        async def count_turns() -> None:
+            nonlocal turns
+            while True:
+                turns += 1
+                await asyncio.sleep(0)
+
+        counter = asyncio.create_task(count_turns())
+        await stage.finish(case)
+        counter.cancel()
+        await stage.cleanup(case)
+        return turns, watcher
+
+    turns, watcher = asyncio.run(one_case())
+    assert turns == 0
+    assert watcher.done()  # cancelled, or ended at its wake-up on the exit: no look since
+    assert client.calls == []
