@@ -438,11 +438,16 @@ def main() -> None:
     finish(summary, args)
 
 
+def _stage_ms(times: dict[str, Any]) -> dict[str, float]:
+    """Each stage's wall ms a case, from the runner's stage times."""
+    cases = times["cases"] or 1
+    return {name: seconds / cases * 1000 for name, seconds in times["seconds"].items()}
+
+
 def _stage_note(times: dict[str, Any] | None) -> str:
     if times is None:
         return "no stage times"
-    cases = times["cases"] or 1
-    parts = [f"{name} {s / cases * 1000:.2f}" for name, s in sorted(times["seconds"].items())]
+    parts = [f"{name} {ms:.2f}" for name, ms in sorted(_stage_ms(times).items())]
     return "wall ms per case by stage: " + ", ".join(parts)
 
 
@@ -450,9 +455,8 @@ def _costliest_unused(times: dict[str, Any] | None) -> tuple[str, float] | None:
     """The stage of `UNUSED_STAGES` that cost a case most, and its wall ms a case."""
     if times is None:
         return None
-    cases = times["cases"] or 1
-    seconds = times["seconds"]
-    clocked = [(seconds[name] / cases * 1000, name) for name in UNUSED_STAGES if name in seconds]
+    stage_ms = _stage_ms(times)
+    clocked = [(stage_ms[name], name) for name in UNUSED_STAGES if name in stage_ms]
     if not clocked:
         return None
     ms, name = max(clocked)
@@ -478,11 +482,10 @@ def _stage_lines(times: dict[str, Any] | None, bare: Measured, concurrency: int)
     (`EVERDICT_STAGE_TIMES`), beside a bare spawn's wall time in its slot."""
     if times is None:
         return ["stage times: the runner wrote none"]
-    cases = times["cases"] or 1
     per_spawn = _spawn_in_slot_ms(bare, concurrency)
     lines = [f"per stage, wall ms per case ({times['cases']} cases, warm-up included):"]
-    for name, seconds in sorted(times["seconds"].items(), key=lambda kv: -kv[1]):
-        lines.append(f"  {name:<10} {seconds / cases * 1000:8.3f} ms")
+    for name, ms in sorted(_stage_ms(times).items(), key=lambda kv: -kv[1]):
+        lines.append(f"  {name:<10} {ms:8.3f} ms")
     lines.append(f"  (a bare spawn in its slot, same run: {per_spawn:.3f} ms)")
     return lines
 

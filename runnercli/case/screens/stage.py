@@ -118,16 +118,8 @@ class Screens(Stage):
         self.task = asyncio.create_task(self._watch(case, watcher), name="screens")
 
     async def finish(self, case: CaseContext) -> None:
-        task, self.task = self.task, None
-        if task is not None and (self.looking or task.done()):
-            # Mid-look, the case having exited: the watcher ends after this look by itself,
-            # where a cancel would lose a frame it has taken (the last look would find
-            # nothing newer). Done: its error, if any, raised here.
-            await task
-        elif task is not None:
-            # Between looks, it has taken nothing: cancelled, not waited for (its wake-up
-            # would keep the slot a few turns of a busy loop longer).
-            task.cancel()
+        # The case has exited: the watcher ends by itself after the look it may be in.
+        await self._stop(let_look_end=True)
         if self.watcher is not None and self.refused is None:
             # The last frame goes whatever the interval: the strip ends where the case did.
             await self._look(case, self.watcher, now_ms() + self.watcher.interval_ms)
@@ -138,7 +130,12 @@ class Screens(Stage):
             self.dirs.release(self.directory)
             self.directory = None
 
-    async def _stop(self) -> None:
+    async def _stop(self, *, let_look_end: bool = False) -> None:
+        """Stop the watcher. Mid-look, with `let_look_end` (the case has exited, so the
+        watcher ends after that look), the look ends first: a cancel would lose a frame it
+        has taken (the last look would find nothing newer). Between looks it has taken
+        nothing: cancelled, not waited for (its wake-up would keep the case's slot a few
+        turns of a busy loop longer)."""
         task, self.task = self.task, None
         if task is None:
             return
@@ -146,6 +143,9 @@ class Screens(Stage):
             # It saw the harness exit: nothing to wait for (its error, if any, raised here).
             if not task.cancelled():
                 task.result()
+            return
+        if self.looking and let_look_end:
+            await task
             return
         task.cancel()
         if self.looking:
