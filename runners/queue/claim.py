@@ -143,7 +143,9 @@ def _claim_select(runner: Runner, limit: int) -> tuple[str, list[Any]]:
     sql = (
         f"SELECT {columns}, b.payload FROM {RunnerJob._meta.db_table} j"
         f" JOIN {JobBatch._meta.db_table} b ON b.id = j.batch_id"
-        " WHERE j.owner_id = %s AND j.status = %s"
+        # The status written out, not a parameter: the claim runs prepared, and only a
+        # literal lets its generic plan match the partial index's predicate.
+        f" WHERE j.owner_id = %s AND j.status = '{JobStatus.QUEUED.value}'"
         " AND (j.runner_id = %s OR j.runner_id IS NULL)"
         " AND j.required_capabilities <@ %s::jsonb"
         " AND j.needs_features <@ %s::jsonb"
@@ -156,7 +158,6 @@ def _claim_select(runner: Runner, limit: int) -> tuple[str, list[Any]]:
     )
     params = [
         runner.owner_id,
-        JobStatus.QUEUED,
         runner.pk,
         json.dumps(sorted(runner.capabilities or [])),
         json.dumps(sorted(runner.features or [])),
@@ -304,9 +305,21 @@ def _grant(runner: Runner, jobs: list[RunnerJob]) -> list[LeasedJob]:
     return [LeasedJob(job=j, attempt=a) for j, a in zip(jobs, attempts, strict=True)]
 
 
-def claim_plan(*, runner: Runner) -> list[Any]:
-    """Return PostgreSQL's plan for the claim's SELECT (for tests and benchmarks)."""
+def claim_plan(*, runner: Runner, generic: bool = False) -> list[Any]:
+    """Return PostgreSQL's plan for the claim's SELECT (for tests and benchmarks): for these
+    parameters, or `generic`, the plan a connection that prepared the claim keeps for any."""
     sql, params = _claim_select(runner, 1)
     with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN {sql}", params)
-        return ["\n".join(row[0] for row in cursor.fetchall())]
+        if not generic:
+            cursor.execute(f"EXPLAIN {sql}", params)
+            return ["\n".join(row[0] for row in cursor.fetchall())]
+        numbered = sql.replace("%s", "{}").format(*(f"${n}" for n in range(1, len(params) + 1)))
+        with transaction.atomic():
+            cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+            cursor.execute(f"PREPARE everdict_claim_plan AS {numbered}")
+            try:
+                marks = ", ".join(["%s"] * len(params))
+                cursor.execute(f"EXPLAIN EXECUTE everdict_claim_plan({marks})", params)
+                return ["\n".join(row[0] for row in cursor.fetchall())]
+            finally:
+                cursor.execute("DEALLOCATE everdict_claim_plan")

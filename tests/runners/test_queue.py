@@ -360,6 +360,17 @@ def test_the_claim_uses_the_partial_claim_index(alice: Any, laptop: Any) -> None
     assert "runners_runnerjob_pkey" not in plan
 
 
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="EXPLAIN plans are PostgreSQL's")
+def test_the_claim_a_connection_keeps_prepared_uses_the_partial_claim_index(
+    alice: Any, laptop: Any
+) -> None:
+    """The claim runs prepared: its generic plan, made for any parameters, must still match
+    the partial index's `status = 'queued'`, which a status given as a parameter cannot."""
+    start(alice, laptop)
+    plan = queue.claim_plan(runner=laptop, generic=True)[0]
+    assert "runnerjob_claim" in plan, plan
+
+
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SKIP LOCKED is PostgreSQL's")
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_claims_never_lease_a_job_twice(alice: Any, workspace: Any) -> None:

@@ -92,6 +92,19 @@ def test_grading_a_batch_reads_its_jobs_harnesses_and_cases_in_one_statement(
     assert {g.grade.verdict for g in graded.values() if isinstance(g, Graded)} == {"pass"}
 
 
+def test_grading_leaves_out_the_jobs_of_another_member(
+    alice: Any, bob: Any, workspace: Any
+) -> None:
+    """The owner is checked on the rows read by id: a runner naming another member's jobs
+    gets no grade for them, beside its own."""
+    laptop, bobs = pair(alice), pair(bob, "bobs")
+    reports = _reports(alice, laptop, "graded", 4, 4)
+    assert grade_reports(runner=bobs, reports=reports) == {}
+    assert sorted(grade_reports(runner=laptop, reports=reports)) == sorted(
+        r.job_id for r in reports
+    )
+
+
 def test_a_batch_settling_mid_run_takes_a_pinned_number_of_statements(
     alice: Any, workspace: Any
 ) -> None:
