@@ -185,6 +185,10 @@ def _claim_postgres(runner: Runner, limit: int) -> list[LeasedJob]:
         now = timezone.now()
         until = now + lease_ttl()
         _supersede_predecessors(jobs, now)
+        # The jobs are found again by their ids alone: the SELECT above holds them locked,
+        # read queued, till this transaction ends. (Their status asked again would be matched
+        # against the partial index of queued jobs, which a planner whose statistics trail
+        # the table reads whole, entries of every job leased since the last vacuum.)
         cursor.execute(
             f"WITH opened AS ("
             f"  INSERT INTO {JobAttempt._meta.db_table}"
@@ -194,7 +198,7 @@ def _claim_postgres(runner: Runner, limit: int) -> list[LeasedJob]:
             f" UPDATE {job_table} j SET status = %s, leased_by_id = %s, leased_until = %s,"
             " lease_epoch = j.lease_epoch + 1, attempts = j.attempts + 1,"
             " current_attempt_id = opened.id"
-            " FROM opened WHERE j.id = opened.job_id AND j.status = %s"
+            " FROM opened WHERE j.id = opened.job_id AND j.id = ANY(%s)"
             " RETURNING j.id, opened.id",
             [
                 runner.pk,
@@ -204,7 +208,7 @@ def _claim_postgres(runner: Runner, limit: int) -> list[LeasedJob]:
                 JobStatus.LEASED,
                 runner.pk,
                 until,
-                JobStatus.QUEUED,
+                [job.pk for job in jobs],
             ],
         )
         opened = dict(cursor.fetchall())

@@ -78,26 +78,35 @@ class _GradingRow:
 # Each step is the one way to read it whatever the statistics say, which trail tables that
 # grow fast from empty (a first run of thousands of cases): the jobs by their ids, their
 # owner checked on the rows (asked of the database, an owner's index may be read instead,
-# all their jobs); the case found on its whole unique key in a subquery, then read by its
-# id (as a join's two clauses, it may be looked up by the dataset alone, every case of it
-# read for each job).
+# all their jobs); on PostgreSQL the case in a lateral subquery on its whole unique key,
+# which its `LIMIT` keeps from being merged into the join (as a join's two clauses, it may
+# be looked up by the dataset alone, every case of it read for each job). SQLite has no
+# lateral join; its planner takes a unique key whole when both its columns are given.
 _GRADING_SQL = (
     "SELECT j.id, j.owner_id, j.run_id, j.kind, h.spec,"
     " c.id, c.dataset_id, c.key, c.expected, c.tests"
     " FROM runners_runnerjob j"
     " JOIN scorecards_run r ON r.id = j.run_id"
     " JOIN scorecards_harnessversion h ON h.id = r.harness_id"
-    " LEFT JOIN scorecards_case c ON c.id = (SELECT k.id FROM scorecards_case k"
-    " WHERE k.dataset_id = r.dataset_id AND k.key = j.case_key)"
+    " {case_join}"
     " WHERE j.id IN ({ids})"
 )
+_CASE_LATERAL = (
+    "LEFT JOIN LATERAL (SELECT k.id, k.dataset_id, k.key, k.expected, k.tests"
+    " FROM scorecards_case k WHERE k.dataset_id = r.dataset_id AND k.key = j.case_key"
+    " LIMIT 1) c ON TRUE"
+)
+_CASE_JOIN = "LEFT JOIN scorecards_case c ON c.dataset_id = r.dataset_id AND c.key = j.case_key"
 _CASE_FIELDS = ["id", "dataset_id", "key", "expected", "tests"]
 
 
 def _grading_rows(job_ids: Sequence[int], owner_id: int) -> dict[int, _GradingRow]:
     if not job_ids:
         return {}
-    sql = _GRADING_SQL.format(ids=", ".join(["%s"] * len(job_ids)))
+    sql = _GRADING_SQL.format(
+        case_join=_CASE_LATERAL if connection.vendor == "postgresql" else _CASE_JOIN,
+        ids=", ".join(["%s"] * len(job_ids)),
+    )
     with prebuilt.cursor(connection.alias) as cursor:
         cursor.execute(sql, list(job_ids))
         fetched = cursor.fetchall()
