@@ -10,13 +10,14 @@ the values go in through the fields' own preparation.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import connections, models
+from django.db import connections, models, transaction
 
 M = TypeVar("M", bound=models.Model)
 _Converter = Callable[[Any, Any, Any], Any]
@@ -85,6 +86,25 @@ def cursor(alias: str) -> Any:
         raw = preparing(connection.connection)
     connection.validate_thread_sharing()
     return logged(raw, connection) if connection.queries_logged else connection.make_cursor(raw)
+
+
+def generic_plan(alias: str, sql: str, params: Sequence[Any]) -> str:
+    """PostgreSQL's plan for a statement written here as a connection that prepared it may
+    keep it: made once for any parameters (`plan_cache_mode = force_generic_plan`), on the
+    statistics the tables have now. For tests: a statement of a hot path must be read
+    through the right index whatever its parameters and however stale the statistics."""
+    count = iter(range(1, len(params) + 1))
+    numbered = re.sub(r"%s", lambda _: f"${next(count)}", sql)
+    marks = ", ".join(["%s"] * len(params))
+    connection = connections[alias]
+    with transaction.atomic(using=alias), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        cursor.execute(f"PREPARE everdict_generic_plan AS {numbered}")
+        try:
+            cursor.execute(f"EXPLAIN EXECUTE everdict_generic_plan({marks})", list(params))
+            return "\n".join(row[0] for row in cursor.fetchall())
+        finally:
+            cursor.execute("DEALLOCATE everdict_generic_plan")
 
 
 # Distinct statement texts whose conversion a process keeps: every statement written here,

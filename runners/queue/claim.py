@@ -311,19 +311,10 @@ def _grant(runner: Runner, jobs: list[RunnerJob]) -> list[LeasedJob]:
 
 def claim_plan(*, runner: Runner, generic: bool = False) -> list[Any]:
     """Return PostgreSQL's plan for the claim's SELECT (for tests and benchmarks): for these
-    parameters, or `generic`, the plan a connection that prepared the claim keeps for any."""
+    parameters, or `generic`, the plan a connection that prepared the claim may keep."""
     sql, params = _claim_select(runner, 1)
+    if generic:
+        return [prebuilt.generic_plan(connection.alias, sql, params)]
     with connection.cursor() as cursor:
-        if not generic:
-            cursor.execute(f"EXPLAIN {sql}", params)
-            return ["\n".join(row[0] for row in cursor.fetchall())]
-        numbered = sql.replace("%s", "{}").format(*(f"${n}" for n in range(1, len(params) + 1)))
-        with transaction.atomic():
-            cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-            cursor.execute(f"PREPARE everdict_claim_plan AS {numbered}")
-            try:
-                marks = ", ".join(["%s"] * len(params))
-                cursor.execute(f"EXPLAIN EXECUTE everdict_claim_plan({marks})", params)
-                return ["\n".join(row[0] for row in cursor.fetchall())]
-            finally:
-                cursor.execute("DEALLOCATE everdict_claim_plan")
+        cursor.execute(f"EXPLAIN {sql}", params)
+        return ["\n".join(row[0] for row in cursor.fetchall())]

@@ -100,13 +100,23 @@ _CASE_JOIN = "LEFT JOIN scorecards_case c ON c.dataset_id = r.dataset_id AND c.k
 _CASE_FIELDS = ["id", "dataset_id", "key", "expected", "tests"]
 
 
+def _grading_sql(count: int) -> str:
+    return _GRADING_SQL.format(
+        case_join=_CASE_LATERAL if connection.vendor == "postgresql" else _CASE_JOIN,
+        ids=", ".join(["%s"] * count),
+    )
+
+
+def grading_plan(job_ids: Sequence[int]) -> str:
+    """PostgreSQL's plan for grading these jobs as a connection that prepared the statement
+    may keep it (for tests)."""
+    return prebuilt.generic_plan(connection.alias, _grading_sql(len(job_ids)), list(job_ids))
+
+
 def _grading_rows(job_ids: Sequence[int], owner_id: int) -> dict[int, _GradingRow]:
     if not job_ids:
         return {}
-    sql = _GRADING_SQL.format(
-        case_join=_CASE_LATERAL if connection.vendor == "postgresql" else _CASE_JOIN,
-        ids=", ".join(["%s"] * len(job_ids)),
-    )
+    sql = _grading_sql(len(job_ids))
     with prebuilt.cursor(connection.alias) as cursor:
         cursor.execute(sql, list(job_ids))
         fetched = cursor.fetchall()

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from runnercli.protocol import ResultReport
 from runners import queue
 from scorecards.services import results_submit
-from scorecards.services.grading import Graded, grade_reports
+from scorecards.services.grading import Graded, grade_reports, grading_plan
 from tests.suites import completed, pair, start, suite
 
 pytestmark = pytest.mark.django_db
@@ -103,6 +103,27 @@ def test_grading_leaves_out_the_jobs_of_another_member(
     assert sorted(grade_reports(runner=laptop, reports=reports)) == sorted(
         r.job_id for r in reports
     )
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="EXPLAIN plans are PostgreSQL's")
+def test_grading_reads_jobs_by_id_and_cases_by_their_whole_key_whatever_the_statistics(
+    alice: Any, workspace: Any
+) -> None:
+    """Grading runs prepared, and its plan may be kept from when the tables held a few rows
+    (as these have never been analysed): it must still read the jobs by their ids, not all
+    of their owner's, and each case by its dataset and key, not every case of the dataset."""
+    laptop = pair(alice)
+    reports = _reports(alice, laptop, "graded", 40, 8)
+    with connection.cursor() as cursor:
+        # The tables are a page each here: no scan of a whole table, as of a large one.
+        cursor.execute("SET enable_seqscan = off")
+        plan = grading_plan([r.job_id for r in reports])
+        cursor.execute("RESET enable_seqscan")
+    assert "runners_runnerjob_pkey" in plan, plan
+    assert "owner_id" not in plan, plan
+    assert "Index Cond: ((dataset_id = r.dataset_id) AND ((key)::text = (j.case_key)::text))" in (
+        plan
+    ), plan
 
 
 def test_a_batch_settling_mid_run_takes_a_pinned_number_of_statements(
