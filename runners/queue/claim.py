@@ -185,6 +185,7 @@ def _claim_postgres(runner: Runner, limit: int) -> list[LeasedJob]:
         now = timezone.now()
         until = now + lease_ttl()
         _supersede_predecessors(jobs, now)
+        ids = [job.pk for job in jobs]
         # The jobs are found again by their ids alone: the SELECT above holds them locked,
         # read queued, till this transaction ends. (Their status asked again would be matched
         # against the partial index of queued jobs, which a planner whose statistics trail
@@ -204,11 +205,11 @@ def _claim_postgres(runner: Runner, limit: int) -> list[LeasedJob]:
                 runner.pk,
                 AttemptStatus.EXECUTING,
                 now,
-                [job.pk for job in jobs],
+                ids,
                 JobStatus.LEASED,
                 runner.pk,
                 until,
-                [job.pk for job in jobs],
+                ids,
             ],
         )
         opened = dict(cursor.fetchall())
