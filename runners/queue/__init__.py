@@ -10,7 +10,8 @@ transaction together with what they record. By concern:
 - `settle`: results, and the refused late ones kept as shadows;
 - `handback`: leases given back without spending an attempt, and runner pauses;
 - `logs`: a job's log lines, bounded per job;
-- `admission`: parking a dispatch's jobs and admitting pending ones;
+- `admission`: parking a dispatch's jobs (and their statistics after a large one) and
+  admitting pending ones;
 - `activity`: which runners are active, and the idle timeout that runs off it;
 - `sweeps`: expiry, idle queues, revoked runners, cancel and operator actions;
 - `selectors`: reads;
@@ -20,6 +21,8 @@ transaction together with what they record. By concern:
 from runners.queue.activity import absence, jobs_idle, runners_active
 from runners.queue.admission import (
     ParkWithRun,
+    admit_plan,
+    analyse_if_outgrown,
     jobs_admit,
     jobs_park,
     jobs_park_with_run,
@@ -42,6 +45,7 @@ from runners.queue.selectors import (
     run_job_counts,
     run_judges_open,
     run_load,
+    run_load_plan,
 )
 from runners.queue.settle import KEPT, Outcome, jobs_settle
 from runners.queue.sweeps import (
@@ -66,6 +70,8 @@ __all__ = [
     "ParkWithRun",
     "Settlement",
     "absence",
+    "admit_plan",
+    "analyse_if_outgrown",
     "cancel_once",
     "claim_plan",
     "job_abort",
@@ -102,6 +108,7 @@ __all__ = [
     "run_job_counts",
     "run_judges_open",
     "run_load",
+    "run_load_plan",
     "runner_pause",
     "runners_active",
 ]

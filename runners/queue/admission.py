@@ -78,12 +78,41 @@ def jobs_park(
         count = len(head)
     else:
         count = _park_many(job_rows, _batch_notifying(alias, job_rows, shared), chain(head, jobs))
-    job_rows.woken_at_commit(count)
+    job_rows.at_commit(count)
     return count
 
 
 # Up to this many jobs go in one statement with their batch; COPY is faster past it.
 _PARK_INLINE = 64
+
+# A park of more jobs than ANALYZE_THRESHOLD + ANALYZE_SCALE times the rows the jobs' statistics
+# count has the table analysed at its commit: autovacuum's own rule for a table's next
+# ANALYZE (its default threshold and scale factor), applied at once.
+ANALYZE_THRESHOLD = 50
+ANALYZE_SCALE = 0.1
+
+
+def analyse_if_outgrown(parked: int) -> bool:
+    """Gather the jobs' statistics again if `parked` jobs outgrew them (PostgreSQL); return
+    whether it did.
+
+    A run's load and admission read its jobs by status through the (run, status, seq)
+    index only while the planner knows the run holds many jobs; on statistics from before a
+    large run (a new install, a first large run) it ties that index with (run, seq) and may
+    read every job of the run for each batch settled, in the plans that connections keep
+    prepared. Autovacuum mends that at its next pass, within a minute, or never where it is
+    off: this mends it now. ANALYZE samples at most a bounded number of rows, and skips the
+    table rather than wait while another ANALYZE or VACUUM holds it.
+    """
+    table = RunnerJob._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [table])
+        row = cursor.fetchone()
+        known = max(float(row[0]), 0.0) if row else 0.0
+        if parked <= ANALYZE_THRESHOLD + ANALYZE_SCALE * known:
+            return False
+        cursor.execute(f"ANALYZE (SKIP_LOCKED) {connection.ops.quote_name(table)}")
+    return True
 
 
 @dataclass(frozen=True)
@@ -129,11 +158,14 @@ class _ParkRows:
         params += [self.capabilities, self.features, self.admit, self.max_attempts, self.now]
         return [*params, self.admit, self.now]
 
-    def woken_at_commit(self, count: int) -> None:
+    def at_commit(self, count: int) -> None:
         """After `count` jobs parked: this process's waiters wake at commit (PostgreSQL's
-        NOTIFY went with the jobs' statement)."""
+        NOTIFY went with the jobs' statement), and then, when the park outgrew the jobs'
+        statistics, they are gathered again (`analyse_if_outgrown`)."""
         if count and self.admit:
             transaction.on_commit(lambda: wakeup.hub.wake([self.owner_id]))
+        if connection.vendor == "postgresql" and count > ANALYZE_THRESHOLD:
+            transaction.on_commit(lambda: analyse_if_outgrown(count), robust=True)
 
     def rows(
         self, batch_id: int, jobs: Iterable[tuple[str, int, dict[str, Any]]]
@@ -249,8 +281,9 @@ class ParkWithRun:
     rows: _ParkRows
 
     def parked(self, count: int) -> int:
-        """After the statement: `count` jobs parked; this process's waiters wake at commit."""
-        self.rows.woken_at_commit(count)
+        """After the statement: `count` jobs parked; at commit, this process's waiters wake
+        (and the jobs' statistics are gathered again, when the park outgrew them)."""
+        self.rows.at_commit(count)
         return count
 
 
@@ -339,16 +372,20 @@ def _park_many(
 
 @cache
 def _admit_sql(alias: str) -> str:
-    """The run's next pending jobs, in order, queued: written once per process."""
+    """The run's next pending jobs, in order, queued: written once per process, the statuses
+    as literals (in the plan a connection keeps, the planner weighs them by the table's
+    statistics and reads the run's pending jobs by the (run, status, seq) index)."""
     table = prebuilt.table(RunnerJob, alias)
 
     def col(name: str) -> str:
         return prebuilt.column(RunnerJob, name, alias)
 
     return (
-        f"UPDATE {table} SET {col('status')} = %s, {col('queued_at')} = %s "
+        f"UPDATE {table} SET {col('status')} = '{JobStatus.QUEUED.value}', "
+        f"{col('queued_at')} = %s "
         f"WHERE {col('id')} IN (SELECT {col('id')} FROM {table} "
-        f"WHERE {col('run')} = %s AND {col('status')} = %s ORDER BY {col('seq')} LIMIT %s)"
+        f"WHERE {col('run')} = %s AND {col('status')} = '{JobStatus.PENDING.value}' "
+        f"ORDER BY {col('seq')} LIMIT %s)"
     )
 
 
@@ -357,12 +394,17 @@ def jobs_admit(*, run_id: int, owner_id: int, limit: int) -> int:
     if limit <= 0:
         return 0
     with prebuilt.cursor(connection.alias) as cursor:
-        params: list[Any] = [JobStatus.QUEUED, timezone.now(), run_id, JobStatus.PENDING, limit]
-        cursor.execute(_admit_sql(connection.alias), params)
+        cursor.execute(_admit_sql(connection.alias), [timezone.now(), run_id, limit])
         admitted = cursor.rowcount
     if admitted:
         wakeup.notify_owners([owner_id])
     return admitted
+
+
+def admit_plan(run_id: int, limit: int) -> str:
+    """PostgreSQL's plan for `jobs_admit` as a connection keeps it prepared (for tests)."""
+    alias = connection.alias
+    return prebuilt.generic_plan(alias, _admit_sql(alias), [timezone.now(), run_id, limit])
 
 
 def judge_jobs_queue(

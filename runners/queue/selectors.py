@@ -24,19 +24,31 @@ def run_load(run_id: int) -> tuple[int, bool]:
     """How many of the run's case jobs are queued or leased, and whether any is pending
     (waiting for admission): one statement, through the (run, status) index. Judge jobs are
     outside the run's concurrency, so they are not counted."""
-    table = RunnerJob._meta.db_table
-    active = ", ".join(["%s"] * len(ACTIVE_JOB_STATUSES))
-    sql = (
-        f"SELECT (SELECT COUNT(*) FROM {table} WHERE run_id = %s AND status IN ({active})"
-        " AND kind = %s),"
-        f" EXISTS (SELECT 1 FROM {table} WHERE run_id = %s AND status = %s)"
-    )
+    sql, params = _load(run_id)
     with prebuilt.cursor(connection.alias) as cursor:
-        statuses = [status.value for status in ACTIVE_JOB_STATUSES]
-        case = JobKind.CASE.value
-        cursor.execute(sql, [run_id, *statuses, case, run_id, JobStatus.PENDING.value])
+        cursor.execute(sql, params)
         count, pending = cursor.fetchone()
     return int(count), bool(pending)
+
+
+def run_load_plan(run_id: int) -> str:
+    """PostgreSQL's plan for `run_load` as a connection keeps it prepared (for tests)."""
+    return prebuilt.generic_plan(connection.alias, *_load(run_id))
+
+
+def _load(run_id: int) -> tuple[str, list[object]]:
+    """The statuses and the kind written out as literals: in the plan a connection keeps,
+    the planner then weighs them by the table's statistics (queued and leased jobs are few)
+    and reads the run's by its status, not all of its jobs."""
+    table = RunnerJob._meta.db_table
+    active = ", ".join(f"'{status.value}'" for status in ACTIVE_JOB_STATUSES)
+    sql = (
+        f"SELECT (SELECT COUNT(*) FROM {table} WHERE run_id = %s AND status IN ({active})"
+        f" AND kind = '{JobKind.CASE.value}'),"
+        f" EXISTS (SELECT 1 FROM {table} WHERE run_id = %s"
+        f" AND status = '{JobStatus.PENDING.value}')"
+    )
+    return sql, [run_id, run_id]
 
 
 def run_judges_open(run_id: int) -> bool:

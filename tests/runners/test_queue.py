@@ -371,6 +371,70 @@ def test_the_claim_a_connection_keeps_prepared_uses_the_partial_claim_index(
     assert "runnerjob_claim" in plan, plan
 
 
+JOBS_TABLE = "'runners_runnerjob'::regclass"
+
+
+def forget_the_jobs_statistics() -> None:
+    """As on a new install: the jobs' table never analysed (undone with the test's
+    transaction)."""
+    set_jobs_counted_by_statistics(-1)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM pg_statistic WHERE starelid = {JOBS_TABLE}")
+
+
+def set_jobs_counted_by_statistics(rows: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE pg_class SET reltuples = %s WHERE oid = {JOBS_TABLE}", [rows])
+
+
+def jobs_counted_by_statistics() -> float:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT reltuples FROM pg_class WHERE oid = {JOBS_TABLE}")
+        return float(cursor.fetchone()[0])
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="EXPLAIN plans are PostgreSQL's")
+@pytest.mark.parametrize("cases", [60, 120], ids=["parked-with-the-run", "parked-by-copy"])
+def test_a_large_start_gathers_the_jobs_statistics_so_the_runs_load_reads_by_status(
+    alice: Any, laptop: Any, cases: int, django_capture_on_commit_callbacks: Any
+) -> None:
+    """On statistics from before the run, the planner ties the (run, seq) index with (run,
+    status, seq): the run's load and its admission read every job of the run for each batch
+    settled. A start of more jobs than the statistics can take (autovacuum's rule) gathers
+    them again at its commit, whichever way its jobs were parked."""
+    suite(alice, cases=cases, name="wide")
+    forget_the_jobs_statistics()
+    with django_capture_on_commit_callbacks(execute=True):
+        run = start(alice, laptop, harness="wide", dataset="wide", concurrency=8)
+    assert jobs_counted_by_statistics() == cases
+    with connection.cursor() as cursor:
+        # The table is a few pages here: no scan of a whole table, as of a large one.
+        cursor.execute("SET enable_seqscan = off")
+        plans = [queue.run_load_plan(run.pk), queue.admit_plan(run.pk, 8)]
+        cursor.execute("RESET enable_seqscan")
+    for plan in plans:
+        assert "runnerjob_run_status" in plan, plan
+        assert "runnerjob_run_seq_unique" not in plan, plan
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="ANALYZE is PostgreSQL's here")
+def test_a_small_start_or_a_table_the_statistics_already_know_is_not_analysed(
+    alice: Any, laptop: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    forget_the_jobs_statistics()
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        start(alice, laptop)
+    # A start of 3 jobs registers only its wake-up.
+    assert len(callbacks) == 1
+    assert jobs_counted_by_statistics() == -1
+    # Autovacuum's rule: more than 50 jobs and a tenth of those the statistics count.
+    set_jobs_counted_by_statistics(10000)
+    assert not queue.analyse_if_outgrown(1050)
+    assert jobs_counted_by_statistics() == 10000
+    assert queue.analyse_if_outgrown(1051)
+    assert jobs_counted_by_statistics() == RunnerJob.objects.count()
+
+
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SKIP LOCKED is PostgreSQL's")
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_claims_never_lease_a_job_twice(alice: Any, workspace: Any) -> None:
