@@ -228,6 +228,13 @@ class RunnerJob(models.Model):
             ),
             models.Index(fields=["queued_at"], condition=Q(status="queued"), name="runnerjob_idle"),
             models.Index(fields=["run", "status", "seq"], name="runnerjob_run_status"),
+            # A run's pending jobs in order (its admission, and whether any is left). Beside
+            # (run, seq), which gives the same order, the planner must not weigh how soon a
+            # pending job comes: on statistics from the run's start (most jobs pending) it
+            # would read in (run, seq) order the jobs already done, more with every batch.
+            models.Index(
+                fields=["run", "seq"], condition=Q(status="pending"), name="runnerjob_pending"
+            ),
         ]
         constraints = [
             models.UniqueConstraint(fields=["run", "seq"], name="runnerjob_run_seq_unique"),

@@ -372,9 +372,9 @@ def _park_many(
 
 @cache
 def _admit_sql(alias: str) -> str:
-    """The run's next pending jobs, in order, queued: written once per process, the statuses
-    as literals (in the plan a connection keeps, the planner weighs them by the table's
-    statistics and reads the run's pending jobs by the (run, status, seq) index)."""
+    """The run's next pending jobs, in order, queued: written once per process. The statuses
+    are literals, so that the plan a connection keeps can read the partial index of pending
+    jobs."""
     table = prebuilt.table(RunnerJob, alias)
 
     def col(name: str) -> str:

@@ -37,9 +37,9 @@ def run_load_plan(run_id: int) -> str:
 
 
 def _load(run_id: int) -> tuple[str, list[object]]:
-    """The statuses and the kind written out as literals: in the plan a connection keeps,
-    the planner then weighs them by the table's statistics (queued and leased jobs are few)
-    and reads the run's by its status, not all of its jobs."""
+    """The statuses and the kind are literals: the plan a connection keeps weighs them by the
+    table's statistics (queued and leased jobs are few) and reads the run's jobs by status,
+    through (run, status, seq) and the partial index of pending jobs, not all of its jobs."""
     table = RunnerJob._meta.db_table
     active = ", ".join(f"'{status.value}'" for status in ACTIVE_JOB_STATUSES)
     sql = (
