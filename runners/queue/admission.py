@@ -96,22 +96,23 @@ def analyse_if_outgrown(parked: int) -> bool:
     """Gather the jobs' statistics again if `parked` jobs outgrew them (PostgreSQL); return
     whether it did.
 
-    A run's load and admission read its jobs by status through the (run, status, seq)
-    index only while the planner knows the run holds many jobs; on statistics from before a
-    large run (a new install, a first large run) it ties that index with (run, seq) and may
-    read every job of the run for each batch settled, in the plans that connections keep
-    prepared. Autovacuum mends that at its next pass, within a minute, or never where it is
-    off: this mends it now. ANALYZE samples at most a bounded number of rows, and skips the
-    table rather than wait while another ANALYZE or VACUUM holds it.
+    A run's load counts its queued and leased jobs through the (run, status, seq) index only
+    while the planner knows the run holds many jobs; on statistics from before a large run
+    (a new install, a first large run) it ties that index with (run, seq) and may read every
+    job of the run for each batch settled, in the plans that connections keep prepared.
+    Autovacuum mends that at its next pass, within a minute, or never where it is off: this
+    mends it now. ANALYZE samples at most a bounded number of rows, and skips the table
+    rather than wait while another ANALYZE or VACUUM holds it.
     """
-    table = RunnerJob._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [table])
+        cursor.execute(
+            "SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [RunnerJob._meta.db_table]
+        )
         row = cursor.fetchone()
         known = max(float(row[0]), 0.0) if row else 0.0
         if parked <= ANALYZE_THRESHOLD + ANALYZE_SCALE * known:
             return False
-        cursor.execute(f"ANALYZE (SKIP_LOCKED) {connection.ops.quote_name(table)}")
+        cursor.execute(f"ANALYZE (SKIP_LOCKED) {prebuilt.table(RunnerJob, connection.alias)}")
     return True
 
 

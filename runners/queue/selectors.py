@@ -22,8 +22,9 @@ def run_active_count(run_id: int) -> int:
 
 def run_load(run_id: int) -> tuple[int, bool]:
     """How many of the run's case jobs are queued or leased, and whether any is pending
-    (waiting for admission): one statement, through the (run, status) index. Judge jobs are
-    outside the run's concurrency, so they are not counted."""
+    (waiting for admission): one statement, through the (run, status, seq) index and the
+    partial index of pending jobs. Judge jobs are outside the run's concurrency, so they are
+    not counted."""
     sql, params = _load(run_id)
     with prebuilt.cursor(connection.alias) as cursor:
         cursor.execute(sql, params)
