@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 LOOPBACK = "127.0.0.1"
+# How long a process that outlasted a stop is given to write what it waits on.
+DUMP_WAIT_S = 2.0
 # The checkout: `manage.py` is started from here.
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
@@ -30,9 +32,14 @@ PROJECT_DIR = Path(__file__).resolve().parent.parent
 class Proc:
     """A child process leading a process group of its own, its output going to `log`."""
 
-    def __init__(self, popen: subprocess.Popen[bytes], log: Path) -> None:
+    def __init__(
+        self, popen: subprocess.Popen[bytes], log: Path, *, dump_signal: int | None = None
+    ) -> None:
         self.popen = popen
         self.log = log
+        # Sent to the process when it outlasts a stop's grace, before it is killed: one that
+        # answers it (the runner: SIGUSR1) writes what it waits on to its log.
+        self.dump_signal = dump_signal
 
     @property
     def pid(self) -> int:
@@ -64,7 +71,10 @@ class Proc:
         """Send `sig` to the group, SIGKILL it after `grace_s`; return the exit code."""
         if self.popen.poll() is None:
             self.signal_group(sig)
-            self.wait(grace_s)
+            if self.wait(grace_s) is None and self.dump_signal is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(self.popen.pid, self.dump_signal)
+                self.wait(DUMP_WAIT_S)
             # Also after a clean exit: what the process left running in its group goes too.
             self.signal_group(signal.SIGKILL)
             self.popen.wait(5)
@@ -89,10 +99,11 @@ def spawn(
     cwd: Path = PROJECT_DIR,
     *,
     append: bool = False,
+    dump_signal: int | None = None,
 ) -> Proc:
     """Start `args` in a new session, its stdout and stderr written to `log`.
 
-    `append` keeps what earlier starts wrote to the same log.
+    `append` keeps what earlier starts wrote to the same log; `dump_signal`: `Proc.stop`.
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     # The child has its own copy of the descriptor; the parent's closes at once.
@@ -106,7 +117,7 @@ def spawn(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    return Proc(popen, log)
+    return Proc(popen, log, dump_signal=dump_signal)
 
 
 def check_alive(procs: Iterable[Proc], tail_lines: int = 15) -> None:

@@ -20,6 +20,7 @@ from django.db import connection
 
 from everdict.processes import Proc, daphne_args, free_port, spawn
 from everdict.processes import wait_http as wait_http_until
+from runnercli.console.taskdump import DUMP_SIGNAL
 
 ROOT = Path(__file__).resolve().parent.parent
 # A server that dies while starting shows this much of its log in the failure.
@@ -226,7 +227,10 @@ def runner_cli(
     )
     child_env.pop("DJANGO_SETTINGS_MODULE", None)
     child_env.update({k: str(v) for k, v in env.items()})
-    return spawn([sys.executable, "-m", "runnercli", *args], tmp_path / f"{name}.log", child_env)
+    log = tmp_path / f"{name}.log"
+    return spawn(
+        [sys.executable, "-m", "runnercli", *args], log, child_env, dump_signal=DUMP_SIGNAL
+    )
 
 
 def require_postgres_and_redis(redis_url: str) -> None:

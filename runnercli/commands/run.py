@@ -40,6 +40,7 @@ from runnercli.config import (
     trust_path,
 )
 from runnercli.console.status import StatusLine
+from runnercli.console.taskdump import dumping_tasks_on_signal
 from runnercli.laptop.pidfile import AlreadyRunning, Pidfile, pidfile_path
 from runnercli.laptop.power import OnBattery
 from runnercli.laptop.state import state_path
@@ -243,9 +244,11 @@ def _command_options(config_file: str | None, server: str, config: RunnerConfig)
 async def _run(server: str, token: str, options: RunOptions, consent: ConsentSettings) -> int:
     watch_children_by_pidfd()
     client = RunnerClient(server, token, max_wait_ms=options.wait_ms, slots=options.slots)
-    async with client:
-        with StatusLine() as status:
-            runner = RunnerLoop(client, options, status, consent=consent)
-            # Ctrl-C drains, twice hands the running cases back.
-            with stopping_on_signals(runner.request_stop):
-                return await runner.run()
+    # SIGUSR1 writes what it waits on to the log, its closing included.
+    with dumping_tasks_on_signal():
+        async with client:
+            with StatusLine() as status:
+                runner = RunnerLoop(client, options, status, consent=consent)
+                # Ctrl-C drains, twice hands the running cases back.
+                with stopping_on_signals(runner.request_stop):
+                    return await runner.run()

@@ -464,6 +464,38 @@ def test_the_first_signal_finishes_the_running_case_then_exits_0(
     assert run["results"][0]["verdict"] == "pass"
 
 
+def test_sigusr1_writes_what_the_runner_waits_on_and_a_stop_that_outlasts_its_grace_shows_it(
+    api: Api, alice: Any, tmp_path: Path
+) -> None:
+    marker = tmp_path / "pids.txt"
+    harness(alice, tmp_path, "nap", SLEEP_ONCE, [str(marker), "60"])
+    dataset(alice, "nap", [{"key": "n", "input": {}, "expected": "ok"}])
+    runner_id = api.pair(tmp_path, "laptop", "laptop")
+    runner = start_runner(tmp_path, "laptop")
+    try:
+        wait_output(runner, "connected to")
+        # Idle: its leaser waits on the long-poll; the dump leaves it running.
+        runner.popen.send_signal(signal.SIGUSR1)
+        wait_output(runner, "— end —")
+        idle = runner.output()
+        api.start_run("nap", "nap", f"self:{runner_id}")
+        wait_file(marker)
+        # Draining a case of a minute, it outlasts a grace of a second: before it is killed,
+        # it says what it waits on.
+        code = runner.stop(signal.SIGTERM, grace_s=1)
+    finally:
+        runner.stop(signal.SIGKILL)
+    assert "waits on" in idle and "task " in idle, idle
+    assert "Leaser._lease" in idle and "RunnerClient.lease_job" in idle, idle
+    assert code == -signal.SIGKILL, runner.output()
+    stuck = runner.output()[len(idle) :]
+    assert "stopping: finishing 1 running case(s)" in stuck
+    # The leaser waits for the case's task, and that task for its process.
+    chain = stuck[stuck.index("waits on") :]
+    for frame in ("Leaser.run", "Jobs.handle", "Pipeline.run", "Execute."):
+        assert frame in chain, chain
+
+
 def test_a_second_signal_hands_the_running_case_back_for_another_attempt(
     api: Api, alice: Any, tmp_path: Path
 ) -> None:
