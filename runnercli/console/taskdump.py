@@ -1,7 +1,9 @@
-"""What the runner is waiting on: `kill -USR1 PID` writes each of its tasks' await chain to
-its log (stderr), outermost call first, and the task it waits on when it waits on one,
-beside the threads at work (not the thread pool's idle workers). A runner that will not
-stop, or sits idle with work waiting, says where it stands without being stopped.
+"""What the runner is waiting on: `kill -USR1 PID` writes to its log (stderr) the stack of
+each of its threads at once, from the signal handler itself (`faulthandler`, so a blocked
+event loop shows where it is blocked), then, from the loop, each asyncio task's await chain,
+outermost call first, and the task it waits on when it waits on one. The runner goes on: one
+that will not stop, or sits idle with work waiting, says where it stands without being
+stopped.
 
 Asyncio's own `Task.print_stack` shows a suspended task's outermost frame only; the chain
 is followed here through each coroutine's `cr_await`.
@@ -11,16 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import faulthandler
+import io
 import signal
 import sys
-import threading
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any, TextIO
 
 DUMP_SIGNAL = getattr(signal, "SIGUSR1", None)
-# The innermost frames shown of a thread that is not the event loop's.
-THREAD_FRAMES = 6
 
 
 def await_chain(task: asyncio.Task[Any]) -> list[FrameType]:
@@ -36,7 +37,7 @@ def await_chain(task: asyncio.Task[Any]) -> list[FrameType]:
 
 
 def dump_tasks(out: TextIO) -> None:
-    """Write every task of the running loop and every other thread, as above."""
+    """Write every task of the running loop, as above."""
     tasks = sorted(asyncio.all_tasks(), key=lambda task: task.get_name())
     lines = [f"— what this runner waits on: {len(tasks)} task(s) —"]
     for task in tasks:
@@ -47,12 +48,6 @@ def dump_tasks(out: TextIO) -> None:
         # What asyncio itself records the task as waiting on: named when it is a task.
         if isinstance(waited := getattr(task, "_fut_waiter", None), asyncio.Task):
             lines.append(f"  waiting for task {waited.get_name()}")
-    names = {thread.ident: thread.name for thread in threading.enumerate()}
-    for ident, frame in sys._current_frames().items():
-        if ident == threading.get_ident() or _idle_worker(frame):
-            continue
-        lines.append(f"thread {names.get(ident, ident)}:")
-        lines += [f"  {_where(frame)}" for frame in _outward(frame)[:THREAD_FRAMES][::-1]]
     lines.append("— end —")
     out.write("\n".join(lines) + "\n")
     out.flush()
@@ -60,37 +55,33 @@ def dump_tasks(out: TextIO) -> None:
 
 @contextlib.contextmanager
 def dumping_tasks_on_signal(out: TextIO | None = None) -> Iterator[None]:
-    """While inside (in the running loop), DUMP_SIGNAL writes `dump_tasks` to `out`."""
+    """While inside (in the running loop), DUMP_SIGNAL writes the threads' stacks to stderr
+    and `dump_tasks` to `out` (stderr by default)."""
     loop = asyncio.get_running_loop()
     if DUMP_SIGNAL is None:
         yield
         return
     with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
         loop.add_signal_handler(DUMP_SIGNAL, lambda: dump_tasks(out or sys.stderr))
+    # Registered after the loop's handler, which it then calls (`chain`).
+    threads = _register_thread_dump(DUMP_SIGNAL)
     try:
         yield
     finally:
+        if threads:
+            faulthandler.unregister(DUMP_SIGNAL)
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.remove_signal_handler(DUMP_SIGNAL)
+
+
+def _register_thread_dump(sig: int) -> bool:
+    try:
+        faulthandler.register(sig, file=sys.stderr, all_threads=True, chain=True)
+    except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+        return False  # no file descriptor behind stderr (captured), or no such call here
+    return True
 
 
 def _where(frame: FrameType) -> str:
     module = frame.f_globals.get("__name__", frame.f_code.co_filename)
     return f"{frame.f_code.co_qualname} ({module}:{frame.f_lineno})"
-
-
-def _outward(frame: FrameType | None) -> list[FrameType]:
-    """A thread's frames, innermost first."""
-    frames = []
-    while frame is not None:
-        frames.append(frame)
-        frame = frame.f_back
-    return frames
-
-
-def _idle_worker(frame: FrameType) -> bool:
-    """A thread pool's worker waiting for work (asyncio's `to_thread` keeps a few)."""
-    return any(
-        f.f_code.co_name == "_worker" and "futures" in f.f_code.co_filename
-        for f in _outward(frame)[:3]
-    )
