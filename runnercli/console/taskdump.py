@@ -38,11 +38,11 @@ def await_chain(task: asyncio.Task[Any]) -> list[FrameType]:
 
 def dump_tasks(out: TextIO) -> None:
     """Write every task of the running loop, as above."""
-    tasks = sorted(asyncio.all_tasks(), key=lambda task: task.get_name())
+    tasks = sorted(
+        (task for task in asyncio.all_tasks() if not task.done()), key=lambda task: task.get_name()
+    )
     lines = [f"— what this runner waits on: {len(tasks)} task(s) —"]
     for task in tasks:
-        if task.done():
-            continue
         lines.append(f"task {task.get_name()}:")
         lines += [f"  {_where(frame)}" for frame in await_chain(task)]
         # What asyncio itself records the task as waiting on: named when it is a task.

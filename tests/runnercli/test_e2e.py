@@ -443,14 +443,20 @@ SLEEP_ONCE = """
 """
 
 
+def nap_runner(api: Api, alice: Any, tmp_path: Path, seconds: float) -> tuple[Path, int, Proc]:
+    """A `nap` harness (SLEEP_ONCE for `seconds`) and dataset, and a paired runner started:
+    the marker file its case writes, the runner's id, the runner."""
+    marker = tmp_path / "pids.txt"
+    harness(alice, tmp_path, "nap", SLEEP_ONCE, [str(marker), str(seconds)])
+    dataset(alice, "nap", [{"key": "n", "input": {}, "expected": "ok"}])
+    runner_id = api.pair(tmp_path, "laptop", "laptop")
+    return marker, runner_id, start_runner(tmp_path, "laptop")
+
+
 def test_the_first_signal_finishes_the_running_case_then_exits_0(
     api: Api, alice: Any, tmp_path: Path
 ) -> None:
-    marker = tmp_path / "pids.txt"
-    harness(alice, tmp_path, "nap", SLEEP_ONCE, [str(marker), "2"])
-    dataset(alice, "nap", [{"key": "n", "input": {}, "expected": "ok"}])
-    runner_id = api.pair(tmp_path, "laptop", "laptop")
-    runner = start_runner(tmp_path, "laptop")
+    marker, runner_id, runner = nap_runner(api, alice, tmp_path, 2)
     try:
         run_id = api.start_run("nap", "nap", f"self:{runner_id}")
         wait_file(marker)
@@ -467,11 +473,7 @@ def test_the_first_signal_finishes_the_running_case_then_exits_0(
 def test_sigusr1_writes_what_the_runner_waits_on_and_a_stop_that_outlasts_its_grace_shows_it(
     api: Api, alice: Any, tmp_path: Path
 ) -> None:
-    marker = tmp_path / "pids.txt"
-    harness(alice, tmp_path, "nap", SLEEP_ONCE, [str(marker), "60"])
-    dataset(alice, "nap", [{"key": "n", "input": {}, "expected": "ok"}])
-    runner_id = api.pair(tmp_path, "laptop", "laptop")
-    runner = start_runner(tmp_path, "laptop")
+    marker, runner_id, runner = nap_runner(api, alice, tmp_path, 60)
     try:
         wait_output(runner, "connected to")
         # Idle: its leaser waits on the long-poll; the dump leaves it running.
@@ -499,11 +501,7 @@ def test_sigusr1_writes_what_the_runner_waits_on_and_a_stop_that_outlasts_its_gr
 def test_a_second_signal_hands_the_running_case_back_for_another_attempt(
     api: Api, alice: Any, tmp_path: Path
 ) -> None:
-    marker = tmp_path / "pids.txt"
-    harness(alice, tmp_path, "nap", SLEEP_ONCE, [str(marker), "120"])
-    dataset(alice, "nap", [{"key": "n", "input": {}, "expected": "ok"}])
-    runner_id = api.pair(tmp_path, "laptop", "laptop")
-    runner = start_runner(tmp_path, "laptop")
+    marker, runner_id, runner = nap_runner(api, alice, tmp_path, 120)
     try:
         run_id = api.start_run("nap", "nap", f"self:{runner_id}")
         pids = [int(pid) for pid in wait_file(marker).split()]
