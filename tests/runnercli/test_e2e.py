@@ -155,6 +155,15 @@ def wait_output(proc: Proc, text: str, timeout: float = 30) -> None:
     raise AssertionError(f"{text!r} not in runner output:\n{proc.output()}")
 
 
+def wait_dumps(proc: Proc, count: int, timeout: float = 30) -> None:
+    """Wait until the runner has written `count` SIGUSR1 dumps in all."""
+    deadline = time.monotonic() + timeout
+    while proc.output().count("— end —") < count:
+        assert proc.popen.poll() is None, proc.output()
+        assert time.monotonic() < deadline, proc.output()
+        time.sleep(0.05)
+
+
 def wait_file(path: Path, timeout: float = 30) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -476,10 +485,15 @@ def test_sigusr1_writes_what_the_runner_waits_on_and_a_stop_that_outlasts_its_gr
     marker, runner_id, runner = nap_runner(api, alice, tmp_path, 60)
     try:
         wait_output(runner, "connected to")
-        # Idle: its leaser waits on the long-poll; the dump leaves it running.
-        runner.popen.send_signal(signal.SIGUSR1)
-        wait_output(runner, "— end —")
-        idle = runner.output()
+        # Idle: its leaser waits on the long-poll; the dump leaves it running. (Asked again
+        # while the leaser has yet to make its first call, a moment after the connection.)
+        for dumps in range(1, 6):
+            runner.popen.send_signal(signal.SIGUSR1)
+            wait_dumps(runner, dumps)
+            idle = runner.output()
+            if "RunnerClient.lease_job" in idle.split("waits on")[-1]:
+                break
+            time.sleep(0.2)
         api.start_run("nap", "nap", f"self:{runner_id}")
         wait_file(marker)
         # Draining a case of a minute, it outlasts a grace of a second: before it is killed,
