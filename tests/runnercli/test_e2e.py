@@ -145,23 +145,15 @@ def start_runner(tmp_path: Path, name: str, *args: str) -> Proc:
     return runner_cli(tmp_path, ["run", "--wait-ms", "2000", *args], name=name)
 
 
-def wait_output(proc: Proc, text: str, timeout: float = 30) -> None:
+def wait_output(proc: Proc, text: str, timeout: float = 30, *, times: int = 1) -> None:
+    """Wait until the runner's output holds `text` (`times` times in all)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if text in proc.output():
+        if proc.output().count(text) >= times:
             return
         assert proc.popen.poll() is None, proc.output()
         time.sleep(0.1)
     raise AssertionError(f"{text!r} not in runner output:\n{proc.output()}")
-
-
-def wait_dumps(proc: Proc, count: int, timeout: float = 30) -> None:
-    """Wait until the runner has written `count` SIGUSR1 dumps in all."""
-    deadline = time.monotonic() + timeout
-    while proc.output().count("— end —") < count:
-        assert proc.popen.poll() is None, proc.output()
-        assert time.monotonic() < deadline, proc.output()
-        time.sleep(0.05)
 
 
 def wait_file(path: Path, timeout: float = 30) -> str:
@@ -489,7 +481,7 @@ def test_sigusr1_writes_what_the_runner_waits_on_and_a_stop_that_outlasts_its_gr
         # while the leaser has yet to make its first call, a moment after the connection.)
         for dumps in range(1, 6):
             runner.popen.send_signal(signal.SIGUSR1)
-            wait_dumps(runner, dumps)
+            wait_output(runner, "— end —", times=dumps)
             idle = runner.output()
             if "RunnerClient.lease_job" in idle.split("waits on")[-1]:
                 break
