@@ -11,7 +11,9 @@ runner at ≥ 40 % of the bare rate. Beside it: MCP calls per case (POST /mcp li
 access log) and CPU seconds per case of the server process and of the runner process, and
 PostgreSQL's (its server processes, when on this machine), the machine's busy share meanwhile
 and the most its cores allow at what a case costs in all these processes; and each pipeline
-stage's wall time per case as the runner clocks it (`EVERDICT_STAGE_TIMES`):
+stage's wall time per case as the runner clocks it (`EVERDICT_STAGE_TIMES`), and how long a
+case held its slot, so how many of the slots were running a case on average (fewer than all:
+the runner waited for leases; all, and the rate still short: the machine's CPU bounds it);
 what a stage the case does not use (repo, services, trace, screens, files) costs it, target
 ≈ 0, beside a bare spawn's time in its slot: the costliest of those the pipeline has, at
 most a twentieth of it. `deliver` includes the wait for the server to
@@ -69,6 +71,8 @@ class Measured:
     # share of the machine's cores busy meanwhile, whoever kept them busy.
     database_cpu_s: float | None = None
     busy: float = 0.0
+    # The run measured (the runner's slot times are kept by run).
+    run_id: int | None = None
 
     @property
     def rate(self) -> float:
@@ -256,6 +260,7 @@ def measure_runner(
             else database_after - database_before
         ),
         busy=(machine_after - machine_before) / took / (os.cpu_count() or 1),
+        run_id=run_id,
     )
 
 
@@ -402,6 +407,8 @@ def main() -> None:
     )
     ceiling = _ceiling(whole, bare)
     print(ceiling)
+    occupancy = _occupancy(times, whole, args.concurrency)
+    print(occupancy)
     stages = _stage_lines(times, bare, args.concurrency)
     for line in stages:
         print(line)
@@ -435,6 +442,7 @@ def main() -> None:
         f" {_stage_note(times)}"
     )
     summary.notes.append(ceiling)
+    summary.notes.append(occupancy)
     finish(summary, args)
 
 
@@ -461,6 +469,18 @@ def _costliest_unused(times: dict[str, Any] | None) -> tuple[str, float] | None:
         return None
     ms, name = max(clocked)
     return name, ms
+
+
+def _occupancy(times: dict[str, Any] | None, whole: Measured, concurrency: int) -> str:
+    """How long a case of the measured run held its slot (the runner's own figure), and so
+    how many slots were running one of its cases on average over the run."""
+    held = (times or {}).get("slot_seconds", {}).get(str(whole.run_id))
+    if held is None or not whole.cases:
+        return "slots: the runner wrote no slot times for the run"
+    return (
+        f"a case held its slot {held / whole.cases * 1000:.1f} ms: on average"
+        f" {held / whole.seconds:.1f} of the {concurrency} slots were running a case"
+    )
 
 
 def _spawn_in_slot_ms(bare: Measured, concurrency: int) -> float:

@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 import click
 
+from runnercli.case.stageclock import stage_clock
 from runnercli.session import JobRun
 
 MAX_CONCURRENT = 64
@@ -150,7 +151,10 @@ class Slots:
             if job_run.started:
                 job_run.started = False
                 self.running -= job_run.slots
-                self._recent.append(asyncio.get_running_loop().time() - job_run.started_at)
+                ran = asyncio.get_running_loop().time() - job_run.started_at
+                self._recent.append(ran)
+                if stage_clock.on:
+                    stage_clock.slot_seconds[job_run.job.run_id] += ran * job_run.slots
             self.freed.set()
             self._room.set()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -128,7 +129,7 @@ def test_the_runner_overhead_benchmark_runs_the_real_cli_beside_bare_spawns(
     assert unused["baseline"].startswith("a bare spawn in its slot ")
     assert unused["ratio"].endswith("%") and unused["target"] == "<= 5%"
     # Calls and CPU per case are counted on the server and on the runner.
-    note, ceiling = result["notes"]
+    note, ceiling, occupancy = result["notes"]
     assert "MCP calls per case" in note
     assert "runner" in note and "server" in note
     # Each stage's time per case, clocked by the runner.
@@ -136,6 +137,10 @@ def test_the_runner_overhead_benchmark_runs_the_real_cli_beside_bare_spawns(
     assert all(f" {stage} " in note for stage in ("files", "trace", "screens", "execute"))
     # How busy the machine was, and the most its cores allow at what a case costs in all.
     assert "busy on its" in ceiling and "cores fully used allow at most" in ceiling
+    # How long a case held its slot, and how many of the 8 slots ran a case on average.
+    held = re.search(r"held its slot ([\d.]+) ms: on average ([\d.]+) of the 8 slots", occupancy)
+    assert held is not None, occupancy
+    assert float(held[1]) > 0 and 0 < float(held[2]) <= 8
 
 
 @pytest.mark.timeout(120)
