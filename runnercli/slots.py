@@ -154,7 +154,7 @@ class Slots:
                 ran = asyncio.get_running_loop().time() - job_run.started_at
                 self._recent.append(ran)
                 if stage_clock.on:
-                    stage_clock.slot_seconds[job_run.job.run_id] += ran * job_run.slots
+                    stage_clock.held(job_run.job.run_id, ran * job_run.slots)
             self.freed.set()
             self._room.set()
 

@@ -28,6 +28,10 @@ class StageClock:
     def add(self, stage: str, seconds: float) -> None:
         self.seconds[stage] += seconds
 
+    def held(self, run_id: int, slot_seconds: float) -> None:
+        """A case of the run is over: the slot-seconds it held."""
+        self.slot_seconds[run_id] += slot_seconds
+
     def write(self) -> None:
         with open(self.path, "w", encoding="utf-8") as out:
             json.dump(
