@@ -14,6 +14,8 @@ and the most its cores allow at what a case costs in all these processes; and ea
 stage's wall time per case as the runner clocks it (`EVERDICT_STAGE_TIMES`), and how long a
 case held its slot, so how many of the slots were running a case on average (fewer than all:
 the runner waited for leases; all, and the rate still short: the machine's CPU bounds it);
+how the runner's and the server's main threads spent the run, on a core, waiting for one or
+idle (Linux's scheduler statistics: a runner thread seldom idle bounds the rate itself);
 what a stage the case does not use (repo, services, trace, screens, files) costs it, target
 ≈ 0, beside a bare spawn's time in its slot: the costliest of those the pipeline has, at
 most a twentieth of it. `deliver` includes the wait for the server to
@@ -56,6 +58,17 @@ UNUSED_STAGES = ("agent-config", "artifacts", "files", "screens", "trace")
 UNUSED_TARGET = 0.05
 
 
+@dataclass(frozen=True)
+class Sched:
+    """A thread's seconds on a core and waiting for one (`/proc/PID/task/TID/schedstat`)."""
+
+    ran: float
+    waited: float
+
+    def __sub__(self, other: Sched) -> Sched:
+        return Sched(self.ran - other.ran, self.waited - other.waited)
+
+
 @dataclass
 class Measured:
     cases: int
@@ -73,6 +86,10 @@ class Measured:
     busy: float = 0.0
     # The run measured (the runner's slot times are kept by run).
     run_id: int | None = None
+    # The seconds the runner's and the server's main threads ran and waited for a core
+    # meanwhile (the kernel's scheduler counters; None where there are none to read).
+    runner_thread: Sched | None = None
+    server_thread: Sched | None = None
 
     @property
     def rate(self) -> float:
@@ -216,6 +233,7 @@ def measure_runner(
     database = _database_cpu if scratch.is_postgres else lambda: None
     database_before, machine_before = database(), _machine_cpu()
     with httpx2.Client(base_url=server.url, headers=headers, timeout=60) as http:
+        threads_before = _main_thread(runner.popen.pid), _main_thread(server.popen.pid)
         began = time.perf_counter()
         reply = http.post(
             f"/api/workspaces/{member.slug}/runs",
@@ -231,6 +249,7 @@ def measure_runner(
                 break
             time.sleep(0.01)
         took = time.perf_counter() - began
+        threads_after = _main_thread(runner.popen.pid), _main_thread(server.popen.pid)
     server_cpu = server.cpu_seconds() - server_before
     runner_after, cases_after = _cpu(runner_ps)
     database_after, machine_after = database(), _machine_cpu()
@@ -261,7 +280,40 @@ def measure_runner(
         ),
         busy=(machine_after - machine_before) / took / (os.cpu_count() or 1),
         run_id=run_id,
+        runner_thread=_spent(threads_before[0], threads_after[0]),
+        server_thread=_spent(threads_before[1], threads_after[1]),
     )
+
+
+def _main_thread(pid: int) -> Sched | None:
+    """What the process's main thread has spent on a core and waiting for one, in seconds
+    (Linux's scheduler statistics; None elsewhere)."""
+    try:
+        ran_ns, waited_ns, *_ = Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()
+    except (OSError, ValueError):
+        return None
+    return Sched(int(ran_ns) / 1e9, int(waited_ns) / 1e9)
+
+
+def _spent(before: Sched | None, after: Sched | None) -> Sched | None:
+    return None if before is None or after is None else after - before
+
+
+def _threads(whole: Measured) -> str:
+    """How the runner's and the server's main threads spent the run: on a core, waiting for
+    one, idle. The runner's one thread runs every case's Python: the less of the run it is
+    idle, the more its cost a case bounds the rate, whatever the slots and the machine's
+    cores have to spare."""
+    parts = []
+    for name, spent in (("runner", whole.runner_thread), ("server", whole.server_thread)):
+        if spent is None or not whole.seconds:
+            continue
+        ran, waited = spent.ran / whole.seconds, spent.waited / whole.seconds
+        parts.append(
+            f"the {name}'s main thread ran {ran:.0%} of the run and waited for a core"
+            f" {waited:.0%} more (idle {max(0.0, 1 - ran - waited):.0%})"
+        )
+    return "; ".join(parts) if parts else "main threads: no scheduler statistics here"
 
 
 def _run_status(run_id: int) -> str:
@@ -409,6 +461,8 @@ def main() -> None:
     print(ceiling)
     occupancy = _occupancy(times, whole, args.concurrency)
     print(occupancy)
+    threads = _threads(whole)
+    print(threads)
     stages = _stage_lines(times, bare, args.concurrency)
     for line in stages:
         print(line)
@@ -443,6 +497,7 @@ def main() -> None:
     )
     summary.notes.append(ceiling)
     summary.notes.append(occupancy)
+    summary.notes.append(threads)
     finish(summary, args)
 
 

@@ -129,7 +129,7 @@ def test_the_runner_overhead_benchmark_runs_the_real_cli_beside_bare_spawns(
     assert unused["baseline"].startswith("a bare spawn in its slot ")
     assert unused["ratio"].endswith("%") and unused["target"] == "<= 5%"
     # Calls and CPU per case are counted on the server and on the runner.
-    note, ceiling, occupancy = result["notes"]
+    note, ceiling, occupancy, threads = result["notes"]
     assert "MCP calls per case" in note
     assert "runner" in note and "server" in note
     # Each stage's time per case, clocked by the runner.
@@ -141,6 +141,18 @@ def test_the_runner_overhead_benchmark_runs_the_real_cli_beside_bare_spawns(
     held = re.search(r"held its slot ([\d.]+) ms: on average ([\d.]+) of the 8 slots", occupancy)
     assert held is not None, occupancy
     assert float(held[1]) > 0 and 0 < float(held[2]) <= 8
+    # How the runner's and the server's main threads spent the run (Linux's scheduler
+    # statistics): on a core, waiting for one, idle; the three make the whole run, within
+    # the counters' tick.
+    spent = re.findall(
+        r"the (runner|server)'s main thread ran (\d+)% of the run and waited for a core"
+        r" (\d+)% more \(idle (\d+)%\)",
+        threads,
+    )
+    assert [name for name, *_ in spent] == ["runner", "server"], threads
+    for _, ran, waited, idle in spent:
+        assert int(ran) > 0 and int(ran) + int(waited) <= 110, threads
+        assert int(ran) + int(waited) + int(idle) >= 98, threads
 
 
 @pytest.mark.timeout(120)
