@@ -142,17 +142,17 @@ def test_the_runner_overhead_benchmark_runs_the_real_cli_beside_bare_spawns(
     assert held is not None, occupancy
     assert float(held[1]) > 0 and 0 < float(held[2]) <= 8
     # How the runner's and the server's main threads spent the run (Linux's scheduler
-    # statistics): on a core, waiting for one, idle; the three make the whole run, within
-    # the counters' tick.
+    # statistics): on a core, waiting for one, idle. Differences over the run, not the
+    # threads' totals since they started: on a core and waiting together at most the run,
+    # within the counters' tick; the runner's thread, which runs every case, on a core.
     spent = re.findall(
         r"the (runner|server)'s main thread ran (\d+)% of the run and waited for a core"
         r" (\d+)% more \(idle (\d+)%\)",
         threads,
     )
     assert [name for name, *_ in spent] == ["runner", "server"], threads
-    for _, ran, waited, idle in spent:
-        assert int(ran) > 0 and int(ran) + int(waited) <= 110, threads
-        assert int(ran) + int(waited) + int(idle) >= 98, threads
+    assert all(int(ran) + int(waited) <= 110 for _, ran, waited, _ in spent), threads
+    assert int(spent[0][1]) > 0, threads
 
 
 @pytest.mark.timeout(120)
