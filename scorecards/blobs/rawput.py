@@ -120,12 +120,14 @@ def helds_of(workspace_id: int, blobs: Sequence[tuple[str, int]]) -> dict[str, t
         if missing
         else []
     )
-    return {
-        sha256: (sizes[sha256], True)
-        if sha256 in sizes
-        else (min(received.get(sha256) or 0, size), False)
-        for sha256, size in blobs
-    }
+    return {sha256: _held(sizes.get(sha256), received.get(sha256), size) for sha256, size in blobs}
+
+
+def _held(committed: int | None, received: int | None, size: int) -> tuple[int, bool]:
+    """Where a blob of `size` bytes stands: its committed size, else the bytes received."""
+    if committed is not None:
+        return committed, True
+    return min(received or 0, size), False
 
 
 def upload_begin(
@@ -157,13 +159,19 @@ def uploads_begin(
     """`begin_uploads`: an upload grant per blob `(sha256, size)`, in order, after one check
     of the lease (a Conflict when the runner does not hold the job); a blob over the
     server's limit gets a grant refused with the reason."""
-    workspace_id, why = lease_workspace(
-        runner=runner, job_id=job_id, lease_epoch=lease_epoch, call=call
-    )
-    if workspace_id is None:
-        raise Conflict(why)
     limit = settings.EVERDICT_MAX_ARTIFACT_BYTES
-    held = helds_of(workspace_id, [(sha256, size) for sha256, size in blobs if size <= limit])
+    asked = [(sha256, size) for sha256, size in blobs if size <= limit]
+    standing = _begin_standing(runner, job_id, lease_epoch, asked)
+    if standing is None:
+        workspace_id, why = lease_workspace(
+            runner=runner, job_id=job_id, lease_epoch=lease_epoch, call=call
+        )
+        if workspace_id is None:
+            raise Conflict(why)
+        held = helds_of(workspace_id, asked)
+    else:
+        workspace_id, held = standing
+    signer = signing.TimestampSigner(salt=SALT)
     grants = []
     for sha256, size in blobs:
         if size > limit:
@@ -182,7 +190,7 @@ def uploads_begin(
         grants.append(
             UploadGrant(
                 accepted=True,
-                url=f"{UPLOAD_PATH}{upload_token(claims)}",
+                url=f"{UPLOAD_PATH}{upload_token(claims, signer=signer)}",
                 offset=offset,
                 size=size,
                 chunk_bytes=settings.EVERDICT_UPLOAD_CHUNK_BYTES,
@@ -192,6 +200,59 @@ def uploads_begin(
         )
     metrics.UPLOAD_URLS.inc(sum(1 for grant in grants if grant.accepted))
     return grants
+
+
+def _begin_standing(
+    runner: Runner, job_id: int, lease_epoch: int, blobs: Sequence[tuple[str, int]]
+) -> tuple[int, dict[str, tuple[int, bool]]] | None:
+    """When the runner holds the job at this epoch: the job's workspace and where each blob
+    `(sha256, size)` stands in it, in one statement; None when not (the fence then says why,
+    or takes a lapsed lease back)."""
+    alias = RunnerJob.objects.db
+    sha256s = [sha256 for sha256, _ in blobs]
+    params = [*sha256s, job_id, *holds_params(runner.pk, lease_epoch)]
+    with prebuilt.cursor(alias) as cursor:
+        cursor.execute(_begin_sql(alias, len(sha256s)), params)
+        rows = cursor.fetchall()
+    if not rows:
+        return None
+    standing = {sha256: (committed, received) for _, sha256, committed, received in rows}
+    held = {sha256: _held(*standing.get(sha256, (None, None)), size) for sha256, size in blobs}
+    return int(rows[0][0]), held
+
+
+@cache
+def _begin_sql(alias: str, count: int) -> str:
+    """`_begin_standing`'s statement for `count` blobs: a row per blob (one without a blob
+    when none), each with the job's workspace, the blob's committed size and the bytes its
+    upload received (NULL where there is none)."""
+    job, run, blob, upload = (
+        prebuilt.table(model, alias) for model in (RunnerJob, Run, Blob, BlobUpload)
+    )
+
+    def col(model: type[Model], name: str) -> str:
+        return prebuilt.column(model, name, alias)
+
+    workspace = f"r.{col(Run, 'workspace')}"
+    fenced = (
+        f"FROM {job} j JOIN {run} r ON r.{col(Run, 'id')} = j.{col(RunnerJob, 'run')} "
+        f"{{asked}}WHERE j.{col(RunnerJob, 'id')} = %s AND {holds_sql('j', alias)}"
+    )
+    if count == 0:
+        return f"SELECT {workspace}, NULL, NULL, NULL " + fenced.format(asked="")
+    values = ", ".join(["(%s)"] * count)
+    asked = (
+        f"CROSS JOIN asked a "
+        f"LEFT JOIN {blob} b ON b.{col(Blob, 'workspace')} = {workspace} "
+        f"AND b.{col(Blob, 'sha256')} = a.sha256 "
+        f"LEFT JOIN {upload} u ON u.{col(BlobUpload, 'workspace')} = {workspace} "
+        f"AND u.{col(BlobUpload, 'sha256')} = a.sha256 "
+    )
+    return (
+        f"WITH asked (sha256) AS (VALUES {values}) "
+        f"SELECT {workspace}, a.sha256, b.{col(Blob, 'size')}, u.{col(BlobUpload, 'received')} "
+        + fenced.format(asked=asked)
+    )
 
 
 def upload_fenced(runner: Runner, claims: UploadClaims) -> int:

@@ -14,16 +14,19 @@ import pytest
 import time_machine
 from django.utils import timezone
 
+from core.errors import Conflict
 from runners import queue
-from runners.models import JobStatus, RunnerJob
+from runners.models import JobStatus, Runner, RunnerJob
 from runners.services import runner_pair
 from scorecards.blobs.gc import blobs_gc
 from scorecards.blobs.models import Blob, BlobUpload
 from scorecards.blobs.rawput import (
     UploadClaims,
     UploadRefusal,
+    upload_claims,
     upload_open,
     upload_take,
+    uploads_begin,
 )
 from scorecards.blobs.receiving import RECEIVING_PREFIX, Received
 from scorecards.services import scheduler_expire_one_lease
@@ -120,6 +123,55 @@ def test_chunks_are_moved_into_the_staging_and_the_last_commits_on_the_carried_d
     with pytest.raises(UploadRefusal) as replay:
         upload_open(token, claims, MIB, len(data) - MIB)
     assert replay.value.status == 409 and "committed already" in replay.value.reason
+
+
+def test_the_grants_of_any_number_of_blobs_take_one_statement_and_say_where_each_stands(
+    held: tuple[str, Any], settings: Any, django_assert_num_queries: Any
+) -> None:
+    token, job = held
+    committed, partial, fresh = os.urandom(MIB + 3), os.urandom(2 * MIB + 1), os.urandom(MIB)
+    assert put(token, claims_for(token, job, committed), 0, committed) == (len(committed), True)
+    assert put(token, claims_for(token, job, partial), 0, partial[:MIB]) == (MIB, False)
+    settings.EVERDICT_MAX_ARTIFACT_BYTES = 4 * MIB
+    runner = Runner.objects.get(pk=job.leased_by_id)
+    asks = [
+        (hashlib.sha256(committed).hexdigest(), len(committed)),
+        (hashlib.sha256(partial).hexdigest(), len(partial)),
+        (hashlib.sha256(fresh).hexdigest(), len(fresh)),
+        ("ab" * 32, 5 * MIB),  # over the limit: refused, not looked up
+    ]
+    fence = {"runner": runner, "job_id": job.pk, "lease_epoch": job.lease_epoch}
+    for blobs in (asks[:1], asks, asks * 2):
+        with django_assert_num_queries(1):
+            grants = uploads_begin(**fence, blobs=blobs)
+        assert len(grants) == len(blobs)
+    grants = uploads_begin(**fence, blobs=asks)
+    assert [(g.accepted, g.offset, g.committed) for g in grants] == [
+        (True, len(committed), True),
+        (True, MIB, False),
+        (True, 0, False),
+        (False, 0, False),
+    ]
+    assert "over the limit" in (grants[3].reason or "")
+    claims = upload_claims(grants[1].url.rsplit("/", 1)[1])
+    assert (claims.job_id, claims.sha256, claims.size) == (job.pk, asks[1][0], len(partial))
+    with django_assert_num_queries(1):
+        assert uploads_begin(**fence, blobs=asks[3:])[0].accepted is False
+    # Another epoch: the fence's own statements say why.
+    with pytest.raises(Conflict, match="stale lease"):
+        uploads_begin(**{**fence, "lease_epoch": job.lease_epoch + 1}, blobs=asks)
+
+
+def test_grants_for_a_lapsed_lease_take_it_back(held: tuple[str, Any]) -> None:
+    _, job = held
+    with time_machine.travel(timezone.now() + timedelta(seconds=70), tick=False):
+        assert scheduler_expire_one_lease()
+    runner = Runner.objects.get(pk=job.leased_by_id)
+    [grant] = uploads_begin(
+        runner=runner, job_id=job.pk, lease_epoch=job.lease_epoch, blobs=[("cd" * 32, MIB)]
+    )
+    assert (grant.accepted, grant.offset, grant.committed) == (True, 0, False)
+    assert RunnerJob.objects.get(pk=job.pk).status == JobStatus.LEASED
 
 
 def test_bytes_that_do_not_hash_to_the_digest_keep_nothing(
