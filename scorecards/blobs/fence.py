@@ -5,16 +5,19 @@ from the caller."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 
 from django.db import transaction
 from django.utils import timezone
 
+from core import prebuilt
 from core.errors import Conflict
 from runnercli.protocol import BlobAck, BlobHoldings
-from runners.models import JobStatus, Runner, RunnerJob
-from runners.queue.fence import RESUMED, refused, take_back
+from runners.models import Runner, RunnerJob
+from runners.queue.fence import RESUMED, holds_params, holds_sql, refused, take_back
 from runners.queue.rows import locked_job
 from scorecards.blobs.uploads import blob_holdings, blob_put
+from scorecards.models import Run
 
 
 def lease_workspace(
@@ -22,13 +25,7 @@ def lease_workspace(
 ) -> tuple[int | None, str]:
     """The workspace of the job this runner holds at this epoch (taking a lapsed lease back),
     and `resumed` when it did; `(None, why)` when the runner does not hold it."""
-    held = (
-        RunnerJob.objects.filter(
-            pk=job_id, status=JobStatus.LEASED, leased_by=runner, lease_epoch=lease_epoch
-        )
-        .values_list("run__workspace_id", flat=True)
-        .first()
-    )
+    held = held_workspace(runner, job_id, lease_epoch)
     if held is not None:
         return held, ""
     with transaction.atomic():
@@ -39,6 +36,27 @@ def lease_workspace(
             "run__workspace_id", flat=True
         )[0]
     return workspace_id, RESUMED
+
+
+def held_workspace(runner: Runner, job_id: int, lease_epoch: int) -> int | None:
+    """The workspace of the job when this runner holds it at this epoch, else None (one
+    statement, built once per process)."""
+    alias = RunnerJob.objects.db
+    with prebuilt.cursor(alias) as cursor:
+        cursor.execute(_held_sql(alias), [job_id, *holds_params(runner.pk, lease_epoch)])
+        row = cursor.fetchone()
+    return None if row is None else int(row[0])
+
+
+@cache
+def _held_sql(alias: str) -> str:
+    job, run = prebuilt.table(RunnerJob, alias), prebuilt.table(Run, alias)
+    return (
+        f"SELECT r.{prebuilt.column(Run, 'workspace', alias)} FROM {job} j "
+        f"JOIN {run} r ON r.{prebuilt.column(Run, 'id', alias)} = "
+        f"j.{prebuilt.column(RunnerJob, 'run', alias)} "
+        f"WHERE j.{prebuilt.column(RunnerJob, 'id', alias)} = %s AND {holds_sql('j', alias)}"
+    )
 
 
 def job_blob_holdings(

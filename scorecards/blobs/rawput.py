@@ -29,7 +29,7 @@ from runners.models import Runner, RunnerJob
 from runners.queue.fence import holds_params, holds_sql
 from runners.services import runner_authenticate
 from scorecards.blobs import metrics
-from scorecards.blobs.fence import lease_workspace
+from scorecards.blobs.fence import held_workspace, lease_workspace
 from scorecards.blobs.models import Blob, BlobUpload
 from scorecards.blobs.receiving import Received
 from scorecards.blobs.running import running_copy
@@ -208,6 +208,9 @@ def _begin_standing(
     """When the runner holds the job at this epoch: the job's workspace and where each blob
     `(sha256, size)` stands in it, in one statement; None when not (the fence then says why,
     or takes a lapsed lease back)."""
+    if not blobs:
+        workspace_id = held_workspace(runner, job_id, lease_epoch)
+        return None if workspace_id is None else (workspace_id, {})
     alias = RunnerJob.objects.db
     sha256s = [sha256 for sha256, _ in blobs]
     params = [*sha256s, job_id, *holds_params(runner.pk, lease_epoch)]
@@ -223,9 +226,9 @@ def _begin_standing(
 
 @cache
 def _begin_sql(alias: str, count: int) -> str:
-    """`_begin_standing`'s statement for `count` blobs: a row per blob (one without a blob
-    when none), each with the job's workspace, the blob's committed size and the bytes its
-    upload received (NULL where there is none)."""
+    """`_begin_standing`'s statement for `count` blobs (one or more): a row per blob, each
+    with the job's workspace, the blob's committed size and the bytes its upload received
+    (NULL where there is none)."""
     job, run, blob, upload = (
         prebuilt.table(model, alias) for model in (RunnerJob, Run, Blob, BlobUpload)
     )
@@ -234,24 +237,17 @@ def _begin_sql(alias: str, count: int) -> str:
         return prebuilt.column(model, name, alias)
 
     workspace = f"r.{col(Run, 'workspace')}"
-    fenced = (
-        f"FROM {job} j JOIN {run} r ON r.{col(Run, 'id')} = j.{col(RunnerJob, 'run')} "
-        f"{{asked}}WHERE j.{col(RunnerJob, 'id')} = %s AND {holds_sql('j', alias)}"
-    )
-    if count == 0:
-        return f"SELECT {workspace}, NULL, NULL, NULL " + fenced.format(asked="")
     values = ", ".join(["(%s)"] * count)
-    asked = (
+    return (
+        f"WITH asked (sha256) AS (VALUES {values}) "
+        f"SELECT {workspace}, a.sha256, b.{col(Blob, 'size')}, u.{col(BlobUpload, 'received')} "
+        f"FROM {job} j JOIN {run} r ON r.{col(Run, 'id')} = j.{col(RunnerJob, 'run')} "
         f"CROSS JOIN asked a "
         f"LEFT JOIN {blob} b ON b.{col(Blob, 'workspace')} = {workspace} "
         f"AND b.{col(Blob, 'sha256')} = a.sha256 "
         f"LEFT JOIN {upload} u ON u.{col(BlobUpload, 'workspace')} = {workspace} "
         f"AND u.{col(BlobUpload, 'sha256')} = a.sha256 "
-    )
-    return (
-        f"WITH asked (sha256) AS (VALUES {values}) "
-        f"SELECT {workspace}, a.sha256, b.{col(Blob, 'size')}, u.{col(BlobUpload, 'received')} "
-        + fenced.format(asked=asked)
+        f"WHERE j.{col(RunnerJob, 'id')} = %s AND {holds_sql('j', alias)}"
     )
 
 
