@@ -18,6 +18,7 @@ from core.errors import Conflict
 from runners import queue
 from runners.models import JobStatus, Runner, RunnerJob
 from runners.services import runner_pair
+from scorecards.blobs.fence import lease_workspace
 from scorecards.blobs.gc import blobs_gc
 from scorecards.blobs.models import Blob, BlobUpload
 from scorecards.blobs.rawput import (
@@ -160,6 +161,20 @@ def test_the_grants_of_any_number_of_blobs_take_one_statement_and_say_where_each
     # Another epoch: the fence's own statements say why.
     with pytest.raises(Conflict, match="stale lease"):
         uploads_begin(**{**fence, "lease_epoch": job.lease_epoch + 1}, blobs=asks)
+
+
+def test_the_blob_calls_fence_finds_the_held_jobs_workspace_in_one_statement(
+    held: tuple[str, Any], django_assert_num_queries: Any
+) -> None:
+    _, job = held
+    runner = Runner.objects.get(pk=job.leased_by_id)
+    fence = {"runner": runner, "job_id": job.pk, "lease_epoch": job.lease_epoch}
+    workspace_id = job.run.workspace_id
+    with django_assert_num_queries(1):
+        assert lease_workspace(**fence, call="have_blobs") == (workspace_id, "")
+    stale = {**fence, "lease_epoch": job.lease_epoch + 1}
+    refused, why = lease_workspace(**stale, call="have_blobs")
+    assert refused is None and "stale lease" in why
 
 
 def test_grants_for_a_lapsed_lease_take_it_back(held: tuple[str, Any]) -> None:
