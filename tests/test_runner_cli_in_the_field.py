@@ -8,8 +8,10 @@ the machine that ran it, not from the server's record.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import random
 import signal
 import sqlite3
 import sys
@@ -26,6 +28,7 @@ from django.db import connection
 
 from accounts.services import api_key_create
 from runners.models import JobAttempt, RunnerJob
+from scorecards.blobs.models import Artifact, Blob, BlobUpload
 from scorecards.services import dataset_create, harness_create
 from tests.live import Proc, daphne, free_port, runner_cli, scheduler
 from tests.runnercli.test_e2e import Api, LiveServer, gone, wait_file, wait_output
@@ -224,6 +227,78 @@ def test_the_database_unavailable_for_5s_while_a_case_finishes_loses_nothing(
     assert len(runs_of(count)) == 1, runner.output()[-3000:]
     assert [a.status for a in attempts(run_id)] == ["succeeded"]
     assert "result not delivered yet" in runner.output()  # it met the outage, and waited
+
+
+# A harness like COUNTING that, told to finish, writes a 1 MiB artifact (over
+# `RAW_UPLOAD_MIN_BYTES`: it goes by `begin_uploads` and a raw `PUT`), then says it has.
+WRITES_ARTIFACT = """
+    import os, random, sys, time
+    count, go, finished = sys.argv[1], sys.argv[2], sys.argv[3]
+    with open(count, "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    given_up = time.monotonic() + 120
+    while not os.path.exists(go):
+        if time.monotonic() > given_up:
+            sys.exit("never told to finish")
+        time.sleep(0.05)
+    os.makedirs("out", exist_ok=True)
+    with open("out/big.bin", "wb") as f:
+        f.write(random.Random(3).randbytes(1024 * 1024))
+    with open(finished, "w") as f:
+        f.write("written")
+    print("ok")
+"""
+ARTIFACT = random.Random(3).randbytes(1024 * 1024)
+
+
+def test_an_artifact_uploaded_while_the_database_is_away_lands_once_with_its_result(
+    workspace: Any, alice: Any, tmp_path: Path, blob_dir: Path
+) -> None:
+    script = tmp_path / "writes.py"
+    script.write_text(textwrap.dedent(WRITES_ARTIFACT))
+    count, go, finished = tmp_path / "writes.count", tmp_path / "go", tmp_path / "finished"
+    harness_create(
+        user=alice,
+        workspace_slug="acme",
+        name="writes",
+        spec={
+            "command": [sys.executable, str(script), str(count), str(go), str(finished)],
+            "timeout_s": 120,
+            "capabilities": ["python"],
+            "artifacts": ["out/*.bin"],
+        },
+    )
+    cases(alice, "one", ["only"])
+    storage = {"location": str(blob_dir), "allow_overwrite": True}
+    env: dict[str, Any] = {
+        "EVERDICT_SQLITE_BUSY_TIMEOUT_S": 1,
+        "EVERDICT_DB_POOL_TIMEOUT_S": 1,
+        "EVERDICT_BLOB_STORAGE_OPTIONS": json.dumps(storage),
+    }
+    with served(tmp_path, alice, idle_timeout_s=60, **env) as (api, sched):
+        runner_id = api.pair(tmp_path, "laptop", "laptop")
+        runner = start_runner(tmp_path)
+        try:
+            run_id = api.start_run("writes", "one", f"self:{runner_id}")
+            wait_file(count)
+            with database_unavailable():
+                go.touch()
+                wait_file(finished)  # the case has ended: its artifact's upload meets the outage
+                time.sleep(4)
+            run = api.wait_run(run_id, timeout=60)
+            for proc in (api.server.proc, sched, runner):
+                assert proc.popen.poll() is None, proc.output()[-3000:]
+        finally:
+            runner.stop(signal.SIGTERM)
+    assert run["status"] == "succeeded", (run, runner.output()[-3000:])
+    assert len(runs_of(count)) == 1, runner.output()[-3000:]
+    assert [a.status for a in attempts(run_id)] == ["succeeded"]
+    digest = hashlib.sha256(ARTIFACT).hexdigest()
+    [blob] = Blob.objects.filter(sha256=digest)
+    assert (blob_dir / blob.key).read_bytes() == ARTIFACT
+    [artifact] = Artifact.objects.filter(result__run_id=run_id)
+    assert (artifact.path, artifact.blob_id) == ("out/big.bin", blob.pk)
+    assert not BlobUpload.objects.exists()
 
 
 # ---- a runner that sleeps past its lease
