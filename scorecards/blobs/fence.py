@@ -5,9 +5,12 @@ from the caller."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from django.db import transaction
+from django.db.models import Model
 from django.utils import timezone
 
 from core import prebuilt
@@ -43,20 +46,43 @@ def held_workspace(runner: Runner, job_id: int, lease_epoch: int) -> int | None:
     statement, built once per process)."""
     alias = RunnerJob.objects.db
     with prebuilt.cursor(alias) as cursor:
-        cursor.execute(_held_sql(alias), [job_id, *holds_params(runner.pk, lease_epoch)])
+        cursor.execute(_held_sql(alias), held_job_params(runner, job_id, lease_epoch))
         row = cursor.fetchone()
     return None if row is None else int(row[0])
 
 
 @cache
 def _held_sql(alias: str) -> str:
+    held = held_job_sql(alias)
+    return f"SELECT {held.workspace} FROM {held.tables} WHERE {held.condition}"
+
+
+@dataclass(frozen=True)
+class HeldJobSql:
+    """The pieces of a statement that reads a job only while a runner holds it at an epoch:
+    `tables` joins the job (`j`) to its run (`r`), `condition` is the fence (its parameters:
+    `held_job_params`), `workspace` the run's workspace column."""
+
+    tables: str
+    condition: str
+    workspace: str
+
+
+@cache
+def held_job_sql(alias: str) -> HeldJobSql:
+    def col(model: type[Model], name: str) -> str:
+        return prebuilt.column(model, name, alias)
+
     job, run = prebuilt.table(RunnerJob, alias), prebuilt.table(Run, alias)
-    return (
-        f"SELECT r.{prebuilt.column(Run, 'workspace', alias)} FROM {job} j "
-        f"JOIN {run} r ON r.{prebuilt.column(Run, 'id', alias)} = "
-        f"j.{prebuilt.column(RunnerJob, 'run', alias)} "
-        f"WHERE j.{prebuilt.column(RunnerJob, 'id', alias)} = %s AND {holds_sql('j', alias)}"
+    return HeldJobSql(
+        tables=f"{job} j JOIN {run} r ON r.{col(Run, 'id')} = j.{col(RunnerJob, 'run')}",
+        condition=f"j.{col(RunnerJob, 'id')} = %s AND {holds_sql('j', alias)}",
+        workspace=f"r.{col(Run, 'workspace')}",
     )
+
+
+def held_job_params(runner: Runner, job_id: int, lease_epoch: int) -> list[Any]:
+    return [job_id, *holds_params(runner.pk, lease_epoch)]
 
 
 def job_blob_holdings(

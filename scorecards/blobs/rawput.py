@@ -26,15 +26,18 @@ from core import prebuilt
 from core.errors import Conflict, Invalid
 from runnercli.protocol import BlobAck, UploadGrant
 from runners.models import Runner, RunnerJob
-from runners.queue.fence import holds_params, holds_sql
 from runners.services import runner_authenticate
 from scorecards.blobs import metrics
-from scorecards.blobs.fence import held_workspace, lease_workspace
+from scorecards.blobs.fence import (
+    held_job_params,
+    held_job_sql,
+    held_workspace,
+    lease_workspace,
+)
 from scorecards.blobs.models import Blob, BlobUpload
 from scorecards.blobs.receiving import Received
 from scorecards.blobs.running import running_copy
 from scorecards.blobs.uploads import blob_put_received, upload_discard
-from scorecards.models import Run
 
 SALT = "everdict.blobs.rawput"
 UPLOAD_PATH = "/uploads/"
@@ -213,7 +216,7 @@ def _begin_standing(
         return None if workspace_id is None else (workspace_id, {})
     alias = RunnerJob.objects.db
     sha256s = [sha256 for sha256, _ in blobs]
-    params = [*sha256s, job_id, *holds_params(runner.pk, lease_epoch)]
+    params = [*sha256s, *held_job_params(runner, job_id, lease_epoch)]
     with prebuilt.cursor(alias) as cursor:
         cursor.execute(_begin_sql(alias, len(sha256s)), params)
         rows = cursor.fetchall()
@@ -229,25 +232,22 @@ def _begin_sql(alias: str, count: int) -> str:
     """`_begin_standing`'s statement for `count` blobs (one or more): a row per blob, each
     with the job's workspace, the blob's committed size and the bytes its upload received
     (NULL where there is none)."""
-    job, run, blob, upload = (
-        prebuilt.table(model, alias) for model in (RunnerJob, Run, Blob, BlobUpload)
-    )
+    held = held_job_sql(alias)
+    blob, upload = prebuilt.table(Blob, alias), prebuilt.table(BlobUpload, alias)
 
     def col(model: type[Model], name: str) -> str:
         return prebuilt.column(model, name, alias)
 
-    workspace = f"r.{col(Run, 'workspace')}"
     values = ", ".join(["(%s)"] * count)
     return (
         f"WITH asked (sha256) AS (VALUES {values}) "
-        f"SELECT {workspace}, a.sha256, b.{col(Blob, 'size')}, u.{col(BlobUpload, 'received')} "
-        f"FROM {job} j JOIN {run} r ON r.{col(Run, 'id')} = j.{col(RunnerJob, 'run')} "
-        f"CROSS JOIN asked a "
-        f"LEFT JOIN {blob} b ON b.{col(Blob, 'workspace')} = {workspace} "
+        f"SELECT {held.workspace}, a.sha256, b.{col(Blob, 'size')}, "
+        f"u.{col(BlobUpload, 'received')} FROM {held.tables} CROSS JOIN asked a "
+        f"LEFT JOIN {blob} b ON b.{col(Blob, 'workspace')} = {held.workspace} "
         f"AND b.{col(Blob, 'sha256')} = a.sha256 "
-        f"LEFT JOIN {upload} u ON u.{col(BlobUpload, 'workspace')} = {workspace} "
+        f"LEFT JOIN {upload} u ON u.{col(BlobUpload, 'workspace')} = {held.workspace} "
         f"AND u.{col(BlobUpload, 'sha256')} = a.sha256 "
-        f"WHERE j.{col(RunnerJob, 'id')} = %s AND {holds_sql('j', alias)}"
+        f"WHERE {held.condition}"
     )
 
 
@@ -388,8 +388,7 @@ def _standing(runner: Runner, claims: UploadClaims) -> tuple[bool, BlobUpload | 
                 claims.sha256,
                 claims.workspace_id,
                 claims.sha256,
-                claims.job_id,
-                *holds_params(runner.pk, claims.lease_epoch),
+                *held_job_params(runner, claims.job_id, claims.lease_epoch),
                 claims.workspace_id,
             ],
         )
@@ -404,9 +403,8 @@ def _standing(runner: Runner, claims: UploadClaims) -> tuple[bool, BlobUpload | 
 
 @cache
 def _standing_sql(alias: str) -> str:
-    job, run, blob, upload = (
-        prebuilt.table(model, alias) for model in (RunnerJob, Run, Blob, BlobUpload)
-    )
+    held = held_job_sql(alias)
+    blob, upload = prebuilt.table(Blob, alias), prebuilt.table(BlobUpload, alias)
 
     def col(model: type[Model], name: str) -> str:
         return prebuilt.column(model, name, alias)
@@ -415,11 +413,10 @@ def _standing_sql(alias: str) -> str:
     return (
         f"SELECT EXISTS (SELECT 1 FROM {blob} b WHERE b.{col(Blob, 'workspace')} = %s "
         f"AND b.{col(Blob, 'sha256')} = %s), {uploads} "
-        f"FROM {job} j JOIN {run} r ON r.{col(Run, 'id')} = j.{col(RunnerJob, 'run')} "
+        f"FROM {held.tables} "
         f"LEFT JOIN {upload} u ON u.{col(BlobUpload, 'workspace')} = %s "
         f"AND u.{col(BlobUpload, 'sha256')} = %s "
-        f"WHERE j.{col(RunnerJob, 'id')} = %s AND {holds_sql('j', alias)} "
-        f"AND r.{col(Run, 'workspace')} = %s"
+        f"WHERE {held.condition} AND {held.workspace} = %s"
     )
 
 
