@@ -61,9 +61,10 @@ def served(
 
 # The harness every test uses: it appends its pid to a count file as it starts, then waits
 # (a number of seconds, or for a file to appear — two minutes at most, so that a failed test
-# leaves no case behind), then answers.
+# leaves no case behind), then answers. Given a third path, it first writes a 1 MiB artifact
+# (over `RAW_UPLOAD_MIN_BYTES`: it goes by `begin_uploads` and a raw `PUT`), then that file.
 COUNTING = """
-    import os, sys, time
+    import os, random, sys, time
     count, wait = sys.argv[1], sys.argv[2]
     with open(count, "a") as f:
         f.write(f"{os.getpid()}\\n")
@@ -75,12 +76,22 @@ COUNTING = """
             if time.monotonic() > given_up:
                 sys.exit("never told to finish")
             time.sleep(0.05)
+    if len(sys.argv) > 3:
+        os.makedirs("out", exist_ok=True)
+        with open("out/big.bin", "wb") as f:
+            f.write(random.Random(3).randbytes(1024 * 1024))
+        with open(sys.argv[3], "w") as f:
+            f.write("written")
     print("ok")
 """
+ARTIFACT = random.Random(3).randbytes(1024 * 1024)
 
 
-def counting_harness(user: Any, tmp_path: Path, name: str, wait: str, **spec: Any) -> Path:
-    """A harness that counts its runs in `<name>.count`; returns that file."""
+def counting_harness(
+    user: Any, tmp_path: Path, name: str, wait: str, *args: str, **spec: Any
+) -> Path:
+    """A harness that counts its runs in `<name>.count` (`args`: the artifact's signal file,
+    see COUNTING); returns that file."""
     script = tmp_path / f"{name}.py"
     script.write_text(textwrap.dedent(COUNTING))
     count = tmp_path / f"{name}.count"
@@ -89,7 +100,7 @@ def counting_harness(user: Any, tmp_path: Path, name: str, wait: str, **spec: An
         workspace_slug="acme",
         name=name,
         spec={
-            "command": [sys.executable, str(script), str(count), wait],
+            "command": [sys.executable, str(script), str(count), wait, *args],
             "timeout_s": 120,
             "capabilities": ["python"],
             **spec,
@@ -199,102 +210,67 @@ def database_unavailable() -> Iterator[None]:
     connection.close()  # ours was ended with the others
 
 
+def through_an_outage(
+    tmp_path: Path, alice: Any, harness: str, go: Path, ended: Path | None = None, **env: Any
+) -> tuple[dict[str, Any], int, str]:
+    """A 1-case run of `harness` on a runner of its own, the database refused to everyone
+    from just before the case is let finish (`go`) until 5 s later (and at least until
+    `ended` is written, when given); the run once it ends, with every process still up, its
+    id and the runner's output."""
+    # The server gives up on the database at once (a held write lock, a pool without a
+    # connection), so the case's calls really meet the outage rather than waiting it out.
+    env = {"EVERDICT_SQLITE_BUSY_TIMEOUT_S": 1, "EVERDICT_DB_POOL_TIMEOUT_S": 1, **env}
+    with served(tmp_path, alice, idle_timeout_s=60, **env) as (api, sched):
+        runner_id = api.pair(tmp_path, "laptop", "laptop")
+        runner = start_runner(tmp_path)
+        try:
+            run_id = api.start_run(harness, "one", f"self:{runner_id}")
+            wait_file(tmp_path / f"{harness}.count")
+            with database_unavailable():
+                refused = time.monotonic()
+                go.touch()  # the case finishes now, its calls meet the outage
+                if ended is not None:
+                    wait_file(ended)
+                time.sleep(max(0.0, refused + 5 - time.monotonic()))
+            run = api.wait_run(run_id, timeout=60)
+            for proc in (api.server.proc, sched, runner):
+                assert proc.popen.poll() is None, proc.output()[-3000:]
+        finally:
+            runner.stop(signal.SIGTERM)
+    return run, run_id, runner.output()
+
+
 def test_the_database_unavailable_for_5s_while_a_case_finishes_loses_nothing(
     workspace: Any, alice: Any, tmp_path: Path
 ) -> None:
     go = tmp_path / "go"
     count = counting_harness(alice, tmp_path, "waits", str(go))
     cases(alice, "one", ["only"])
-    # The server gives up on the database at once (a held write lock, a pool without a
-    # connection), so the result really meets the outage rather than waiting it out.
-    env = {"EVERDICT_SQLITE_BUSY_TIMEOUT_S": 1, "EVERDICT_DB_POOL_TIMEOUT_S": 1}
-    with served(tmp_path, alice, idle_timeout_s=60, **env) as (api, sched):
-        runner_id = api.pair(tmp_path, "laptop", "laptop")
-        runner = start_runner(tmp_path)
-        try:
-            run_id = api.start_run("waits", "one", f"self:{runner_id}")
-            wait_file(count)
-            with database_unavailable():
-                go.touch()  # the case finishes now, its result meets the outage
-                time.sleep(5)
-            run = api.wait_run(run_id, timeout=60)
-            for proc in (api.server.proc, sched, runner):
-                assert proc.popen.poll() is None, proc.output()[-3000:]
-        finally:
-            runner.stop(signal.SIGTERM)
-    assert run["status"] == "succeeded", (run, runner.output()[-3000:])
+    run, run_id, output = through_an_outage(tmp_path, alice, "waits", go)
+    assert run["status"] == "succeeded", (run, output[-3000:])
     assert run["results"][0]["verdict"] == "pass"
-    assert len(runs_of(count)) == 1, runner.output()[-3000:]
+    assert len(runs_of(count)) == 1, output[-3000:]
     assert [a.status for a in attempts(run_id)] == ["succeeded"]
-    assert "result not delivered yet" in runner.output()  # it met the outage, and waited
-
-
-# A harness like COUNTING that, told to finish, writes a 1 MiB artifact (over
-# `RAW_UPLOAD_MIN_BYTES`: it goes by `begin_uploads` and a raw `PUT`), then says it has.
-WRITES_ARTIFACT = """
-    import os, random, sys, time
-    count, go, finished = sys.argv[1], sys.argv[2], sys.argv[3]
-    with open(count, "a") as f:
-        f.write(f"{os.getpid()}\\n")
-    given_up = time.monotonic() + 120
-    while not os.path.exists(go):
-        if time.monotonic() > given_up:
-            sys.exit("never told to finish")
-        time.sleep(0.05)
-    os.makedirs("out", exist_ok=True)
-    with open("out/big.bin", "wb") as f:
-        f.write(random.Random(3).randbytes(1024 * 1024))
-    with open(finished, "w") as f:
-        f.write("written")
-    print("ok")
-"""
-ARTIFACT = random.Random(3).randbytes(1024 * 1024)
+    assert "result not delivered yet" in output  # it met the outage, and waited
 
 
 def test_an_artifact_uploaded_while_the_database_is_away_lands_once_with_its_result(
     workspace: Any, alice: Any, tmp_path: Path, blob_dir: Path
 ) -> None:
-    script = tmp_path / "writes.py"
-    script.write_text(textwrap.dedent(WRITES_ARTIFACT))
-    count, go, finished = tmp_path / "writes.count", tmp_path / "go", tmp_path / "finished"
-    harness_create(
-        user=alice,
-        workspace_slug="acme",
-        name="writes",
-        spec={
-            "command": [sys.executable, str(script), str(count), str(go), str(finished)],
-            "timeout_s": 120,
-            "capabilities": ["python"],
-            "artifacts": ["out/*.bin"],
-        },
+    go, ended = tmp_path / "go", tmp_path / "written"
+    count = counting_harness(
+        alice, tmp_path, "writes", str(go), str(ended), artifacts=["out/*.bin"]
     )
     cases(alice, "one", ["only"])
-    storage = {"location": str(blob_dir), "allow_overwrite": True}
-    env: dict[str, Any] = {
-        "EVERDICT_SQLITE_BUSY_TIMEOUT_S": 1,
-        "EVERDICT_DB_POOL_TIMEOUT_S": 1,
-        "EVERDICT_BLOB_STORAGE_OPTIONS": json.dumps(storage),
-    }
-    with served(tmp_path, alice, idle_timeout_s=60, **env) as (api, sched):
-        runner_id = api.pair(tmp_path, "laptop", "laptop")
-        runner = start_runner(tmp_path)
-        try:
-            run_id = api.start_run("writes", "one", f"self:{runner_id}")
-            wait_file(count)
-            with database_unavailable():
-                go.touch()
-                wait_file(finished)  # the case has ended: its artifact's upload meets the outage
-                time.sleep(4)
-            run = api.wait_run(run_id, timeout=60)
-            for proc in (api.server.proc, sched, runner):
-                assert proc.popen.poll() is None, proc.output()[-3000:]
-        finally:
-            runner.stop(signal.SIGTERM)
-    assert run["status"] == "succeeded", (run, runner.output()[-3000:])
-    assert len(runs_of(count)) == 1, runner.output()[-3000:]
+    storage = json.dumps({"location": str(blob_dir), "allow_overwrite": True})
+    # Once the artifact is written the case ends, and its upload meets the outage.
+    run, run_id, output = through_an_outage(
+        tmp_path, alice, "writes", go, ended, EVERDICT_BLOB_STORAGE_OPTIONS=storage
+    )
+    assert run["status"] == "succeeded", (run, output[-3000:])
+    assert len(runs_of(count)) == 1, output[-3000:]
     assert [a.status for a in attempts(run_id)] == ["succeeded"]
-    digest = hashlib.sha256(ARTIFACT).hexdigest()
-    [blob] = Blob.objects.filter(sha256=digest)
+    [blob] = Blob.objects.filter(sha256=hashlib.sha256(ARTIFACT).hexdigest())
     assert (blob_dir / blob.key).read_bytes() == ARTIFACT
     [artifact] = Artifact.objects.filter(result__run_id=run_id)
     assert (artifact.path, artifact.blob_id) == ("out/big.bin", blob.pk)
