@@ -18,9 +18,10 @@ from mcpgateway.auth import current_principal
 from mcpgateway.calls import in_thread
 from mcpgateway.replies import ApiKeyList, Revoked, RunnerList
 from runnercli.protocol import MAX_CAPABILITIES, Capability
-from runners.models import PairingMethod, Runner
+from runners.models import PairingMethod
 from runners.pairing import device_pairing_decide
 from runners.replies import DevicePairingItem, PairedRunner, runner_items
+from runners.roster import runners_of
 from runners.services import runner_pair, runner_revoke
 from runners.throttles import device_code_wait
 
@@ -38,7 +39,7 @@ def _paired(owner: User, label: str, os: str, capabilities: list[str]) -> Paired
 
 
 def _runners(owner: User) -> RunnerList:
-    return RunnerList(runners=runner_items(Runner.objects.owned_by(owner)))
+    return RunnerList(runners=runner_items(runners_of(owner)))
 
 
 def _revoked(owner: User, runner_id: int) -> Revoked:

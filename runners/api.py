@@ -13,8 +13,9 @@ from accounts.authentication import signed_in
 from core.replies import data
 from core.serializers import StrictSerializer
 from runnercli.protocol import CAPABILITY_RE, MAX_CAPABILITIES, MAX_CAPABILITY_CHARS
-from runners.models import PairingMethod, Runner
+from runners.models import PairingMethod
 from runners.replies import PairedRunner, RunnerItems, runner_items
+from runners.roster import runners_of
 from runners.services import runner_pair, runner_revoke
 
 capability_validator = RegexValidator(
@@ -49,7 +50,7 @@ class RunnerPairSerializer(StrictSerializer):
 class RunnerListView(APIView):
     @extend_schema(responses=RunnerItems)
     def get(self, request: Request) -> Response:
-        return Response(data(runner_items(Runner.objects.owned_by(signed_in(request)))))
+        return Response(data(runner_items(runners_of(signed_in(request)))))
 
     @extend_schema(request=RunnerPairSerializer, responses={201: PairedRunner})
     def post(self, request: Request) -> Response:

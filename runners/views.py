@@ -25,10 +25,11 @@ from accounts.models import ApiKey
 from accounts.services import api_key_create, api_key_revoke
 from core.errors import NotFound
 from runnercli.protocol import MAX_CAPABILITIES, is_capability
-from runners.models import PairingMethod, Runner
+from runners.models import PairingMethod
 from runners.pairing import device_pairings_waiting
 from runners.presence import status_severity
 from runners.replies import runner_items
+from runners.roster import runners_of
 from runners.services import runner_pair, runner_revoke
 
 
@@ -63,7 +64,7 @@ def _base_url(request: HttpRequest) -> str:
 
 def _render_account(request: HttpRequest, status: int = 200, **context: Any) -> HttpResponse:
     user = signed_in(request)
-    owned = list(Runner.objects.owned_by(user))
+    owned = runners_of(user)
     runners = [
         item.data()
         | {

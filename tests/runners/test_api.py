@@ -8,7 +8,9 @@ from django.test import Client
 
 from accounts.services import api_key_create, api_key_revoke
 from runners.models import Runner
-from runners.services import runner_authenticate, runner_pair
+from runners.replies import runner_items
+from runners.roster import runners_of
+from runners.services import runner_authenticate, runner_pair, runner_revoke
 
 pytestmark = pytest.mark.django_db
 
@@ -233,3 +235,27 @@ def test_a_logged_in_session_can_use_the_api(client: Client, alice: Any) -> None
 
     assert reply.status_code == 200
     assert [item["label"] for item in reply.json()] == ["laptop"]
+
+
+def test_the_roster_is_read_in_one_statement_whatever_its_size_as_the_model_orders_it(
+    client: Client, alice: Any, bob: Any, django_assert_num_queries: Any
+) -> None:
+    for label in ["b-desk", "a-laptop", "b-desk", "c-old", "a-ci"]:
+        runner_pair(owner=alice, label=label, capabilities=["python"])
+    runner_pair(owner=bob, label="a-bobs")
+    runner_revoke(owner=alice, runner_id=Runner.objects.get(label="c-old").pk)
+
+    with django_assert_num_queries(1):
+        roster = runners_of(alice)
+
+    expected = list(Runner.objects.owned_by(alice))
+    assert [r.pk for r in roster] == [r.pk for r in expected]
+    assert [r.label for r in roster] == ["a-ci", "a-laptop", "b-desk", "b-desk", "c-old"]
+    assert [runner_items([r])[0] for r in roster] == runner_items(expected)
+    assert runners_of(alice.pk) == roster
+    assert runners_of(bob)[0].label == "a-bobs"
+    headers = bearer(alice)
+    client.get("/api/runners", headers=headers)  # the key is looked up once
+    reply = client.get("/api/runners", headers=headers)
+    assert [item["label"] for item in reply.json()] == [r.label for r in roster]
+    assert [item["revoked"] for item in reply.json()] == [False] * 4 + [True]
