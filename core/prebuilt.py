@@ -191,6 +191,13 @@ def table(model: type[models.Model], alias: str) -> str:
     return str(connections[alias].ops.quote_name(model._meta.db_table))
 
 
+def select_from(model: type[models.Model], alias: str, name: str) -> str:
+    """`SELECT` of every column of the model's table (in `columns` order, read back with
+    `columns(model, alias).instance`) `FROM` it, the table aliased `name`."""
+    selected = ", ".join(columns(model, alias).select(name, alias))
+    return f"SELECT {selected} FROM {table(model, alias)} {name}"
+
+
 def column(model: type[models.Model], attname: str, alias: str) -> str:
     """The quoted column of a field, by its attname (`user_id`) or name (`user`)."""
     field = next(f for f in model._meta.concrete_fields if attname in (f.attname, f.name))

@@ -27,10 +27,6 @@ def runners_of(owner: User | int) -> list[Runner]:
 
 @cache
 def _roster_sql(alias: str) -> str:
-    columns = prebuilt.columns(Runner, alias)
     owner = prebuilt.column(Runner, "owner_id", alias)
     order = ", ".join(f"r.{prebuilt.column(Runner, name, alias)}" for name in ("label", "id"))
-    return (
-        f"SELECT {', '.join(columns.select('r', alias))} FROM {prebuilt.table(Runner, alias)} r"
-        f" WHERE r.{owner} = %s ORDER BY {order}"
-    )
+    return f"{prebuilt.select_from(Runner, alias, 'r')} WHERE r.{owner} = %s ORDER BY {order}"

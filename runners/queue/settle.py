@@ -96,8 +96,7 @@ def locked_jobs(job_ids: Sequence[int]) -> list[RunnerJob]:
 @cache
 def _jobs_select(alias: str) -> str:
     """`SELECT` of every column of the jobs table aliased `j`, in `prebuilt.columns` order."""
-    job = prebuilt.columns(RunnerJob, alias)
-    return f"SELECT {', '.join(job.select('j', alias))} FROM {prebuilt.table(RunnerJob, alias)} j"
+    return prebuilt.select_from(RunnerJob, alias, "j")
 
 
 def _settle_refusal(
