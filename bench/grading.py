@@ -42,6 +42,8 @@ from stats import latency_line, pct
 
 CATASTROPHIC = r"^(a+)+$"
 PATHOLOGICAL = "a" * 34 + "!"
+# An output the pattern matches at once: the same load of reports, nothing pathological.
+BENIGN = "a" * 34
 SCAN = ".*error.*timeout"
 WARMUP_CALLS = 20
 BIG_OUTPUT = json.dumps({"log": "error " * 174_000})[: 1024 * 1024]
@@ -234,21 +236,18 @@ def main() -> None:
 
         Case.objects.update(expected=CATASTROPHIC)  # the pattern every case is graded by
         token = runner_pair(owner=member.user, label="bench").token
-
-        def start() -> None:
-            run_start(
-                user=member.user,
-                workspace_slug=member.slug,
-                harness="grep",
-                dataset="grep",
-                runtime="self:any",
-                concurrency=args.results,
-            )
-
         with daphne(scratch, **server_env(args)) as server:
 
             def graded(output: str) -> list[float]:
-                start()
+                """A run of the suite's cases started, then its results of `output` graded."""
+                run_start(
+                    user=member.user,
+                    workspace_slug=member.slug,
+                    harness="grep",
+                    dataset="grep",
+                    runtime="self:any",
+                    concurrency=args.results,
+                )
                 return under_grading(
                     server.url, other.api_key, token, args.results, output, args.calls
                 )
@@ -258,8 +257,8 @@ def main() -> None:
             idle = asyncio.run(other_members_calls(server.url, other.api_key, args.calls))
             # The submissions' own first calls untimed (the server's path warm for both loads),
             # then the same load of results whose output the pattern matches at once.
-            graded("a" * 34)
-            benign = graded("a" * 34)
+            graded(BENIGN)
+            benign = graded(BENIGN)
             busy = graded(PATHOLOGICAL)
     print(latency_line("another member's GET /api/runners, server idle", idle))
     print(latency_line("  ... while as many benign results are graded", benign))

@@ -104,7 +104,7 @@ async def measure(
         response.raise_for_status()
         return int(response.json()["id"])
 
-    async def poll_stamped() -> tuple[Any, float]:
+    async def poll_stamped(c: Any) -> tuple[Any, float]:
         reply = await c.call_tool(
             "lease_job", {"protocol": 2, "wait_ms": WAIT_MS, "status": "idle"}
         )
@@ -124,7 +124,7 @@ async def measure(
                 if reply.is_error:
                     raise RuntimeError(f"hello failed: {reply.content}")
 
-                poll = asyncio.create_task(poll_stamped())
+                poll = asyncio.create_task(poll_stamped(c))
                 await asyncio.sleep(PARK_S)  # the poll reaches the server and parks
                 if mode == "orm":
                     run_id, committed = await asyncio.to_thread(dispatch_orm, member, runner_id)
