@@ -191,9 +191,11 @@ def table(model: type[models.Model], alias: str) -> str:
     return str(connections[alias].ops.quote_name(model._meta.db_table))
 
 
+@cache
 def select_from(model: type[models.Model], alias: str, name: str) -> str:
     """`SELECT` of every column of the model's table (in `columns` order, read back with
-    `columns(model, alias).instance`) `FROM` it, the table aliased `name`."""
+    `columns(model, alias).instance`) `FROM` it, the table aliased `name`; written once per
+    process."""
     selected = ", ".join(columns(model, alias).select(name, alias))
     return f"SELECT {selected} FROM {table(model, alias)} {name}"
 

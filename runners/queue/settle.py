@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
 from typing import Any
 
 from django.db import connection
@@ -87,16 +86,11 @@ def locked_jobs(job_ids: Sequence[int]) -> list[RunnerJob]:
     job = prebuilt.columns(RunnerJob, alias)
     ids = ", ".join(["%s"] * len(job_ids))
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    sql = f"{_jobs_select(alias)} WHERE j.id IN ({ids}) ORDER BY j.id{lock}"
+    select = prebuilt.select_from(RunnerJob, alias, "j")
+    sql = f"{select} WHERE j.id IN ({ids}) ORDER BY j.id{lock}"
     with prebuilt.cursor(alias) as cursor:
         cursor.execute(sql, list(job_ids))
         return [job.instance(alias, row) for row in cursor.fetchall()]
-
-
-@cache
-def _jobs_select(alias: str) -> str:
-    """`SELECT` of every column of the jobs table aliased `j`, in `prebuilt.columns` order."""
-    return prebuilt.select_from(RunnerJob, alias, "j")
 
 
 def _settle_refusal(
