@@ -9,7 +9,6 @@ call opens a new session.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 import httpx2
@@ -18,6 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
 
 from runnercli.config import runnercli_version
+from runnercli.tasks import cancel_and_wait
 
 CLOSE_TIMEOUT_S = 5.0
 
@@ -68,14 +68,13 @@ class McpSession:
             self.ready.set()
 
     async def close(self) -> None:
+        """Let the session's task leave its session, cancelled if it takes longer than
+        CLOSE_TIMEOUT_S; a cancellation of the caller meanwhile still ends the caller."""
         self._closing.set()
         if self._task is not None and not self._task.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(self._task), CLOSE_TIMEOUT_S)
-            except (TimeoutError, asyncio.CancelledError):
-                self._task.cancel()
-                with contextlib.suppress(BaseException):
-                    await self._task
+            done, _ = await asyncio.wait([self._task], timeout=CLOSE_TIMEOUT_S)
+            if not done:
+                await cancel_and_wait(self._task)
 
 
 async def _read_by_our_models(name: str, result: Any) -> None:

@@ -23,6 +23,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from runnercli.tasks import cancel_and_wait
+
 WHO = "everdict-runner"
 WHY = "running evaluation cases"
 # How long a released inhibitor gets to leave before it is killed.
@@ -188,9 +190,7 @@ class Inhibitor:
         if proc is not None:
             await _end(proc)
         if watch is not None:
-            watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watch
+            await cancel_and_wait(watch)
         if self._status.state == Held.HELD:
             self._set(InhibitorStatus(Held.RELEASED))
 
@@ -202,7 +202,10 @@ async def _end(proc: asyncio.subprocess.Process) -> None:
     with contextlib.suppress(ProcessLookupError):
         proc.terminate()
     try:
-        await asyncio.wait_for(proc.wait(), STOP_TIMEOUT_S)
+        # Not `wait_for`: on Python 3.11 it returns the result, and drops a cancellation of
+        # the caller, when the process ends as the cancellation comes.
+        async with asyncio.timeout(STOP_TIMEOUT_S):
+            await proc.wait()
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()

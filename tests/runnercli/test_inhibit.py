@@ -232,3 +232,35 @@ def test_on_macos_caffeinate_waits_on_the_runner_and_is_stopped_on_release(
     ((pid, argv),) = runs(tmp_path).items()
     assert argv == ["-i", "-w", "4242"]
     assert gone(pid)
+
+
+def test_a_task_cancelled_while_it_releases_the_inhibitor_ends_cancelled(tmp_path: Path) -> None:
+    """The runner's laptop task releases the inhibitor as the last case ends; a stop that
+    cancels it then must end it. Swallowing that cancellation (while the inhibitor's watch
+    is awaited) left the task ticking, and the runner waiting on it forever."""
+    path = fake_inhibit(tmp_path)
+
+    async def released_then_ticked(inhibitor: Inhibitor, ticked: list[bool]) -> None:
+        await inhibitor.release()
+        ticked.append(True)  # what a swallowed cancellation lets run on
+
+    async def scenario() -> list[int]:
+        inhibitor = Inhibitor(platform="linux", path=path)
+        swallowed = []
+        # The cancellation lands after `turns` turns of the loop: across every await of a
+        # release, the inhibitor's end and its watch's included.
+        for turns in range(40):
+            await inhibitor.hold()
+            await until(lambda: inhibitor._proc is not None)
+            ticked: list[bool] = []
+            task = asyncio.create_task(released_then_ticked(inhibitor, ticked))
+            for _ in range(turns):
+                await asyncio.sleep(0)
+            if task.cancel():  # still releasing: it must end cancelled, nothing after it run
+                await asyncio.gather(task, return_exceptions=True)
+                if not task.cancelled() or ticked:
+                    swallowed.append(turns)
+            await inhibitor.close()
+        return swallowed
+
+    assert asyncio.run(scenario()) == []
