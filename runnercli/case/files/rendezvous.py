@@ -156,7 +156,10 @@ class CaseFiles:
 
     async def _changed_within(self, seconds: float) -> bool:
         try:
-            await asyncio.wait_for(self.changed.wait(), seconds)
+            # Not `wait_for`: on Python 3.11 it drops a cancellation of the caller that comes
+            # as the event is set, and the runner's stop cancels this task.
+            async with asyncio.timeout(seconds):
+                await self.changed.wait()
         except TimeoutError:
             return False
         return True
