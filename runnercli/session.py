@@ -10,7 +10,6 @@ together.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -20,6 +19,7 @@ from runnercli.console.exits import EXIT_OK, RunnerExit
 from runnercli.console.status import StatusLine
 from runnercli.options import RunOptions
 from runnercli.protocol import CaseJob, Lease
+from runnercli.tasks import wait_event
 
 
 @dataclass
@@ -159,5 +159,4 @@ class Session:
         """Wait a backoff delay, cut short by `until` (a stop by default), saying why."""
         delay = self.backoff.next_delay()
         self.status.set(f"{why}, retrying in {delay:.1f}s")
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for((until or self.stop).wait(), delay)
+        await wait_event(until or self.stop, delay)

@@ -28,6 +28,7 @@ import click
 
 from runnercli.case.stageclock import stage_clock
 from runnercli.session import JobRun
+from runnercli.tasks import wait_event
 
 MAX_CONCURRENT = 64
 
@@ -176,9 +177,7 @@ class Slots:
         deadline = loop.time() + LEASE_GATHER_S
         while 0 < self.used < self.size and (left := deadline - loop.time()) > 0:
             self.freed.clear()
-            try:
-                await asyncio.wait_for(self.freed.wait(), left)
-            except TimeoutError:
+            if not await wait_event(self.freed, left):
                 break
         return self.leasable
 

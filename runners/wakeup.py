@@ -21,6 +21,7 @@ answer wakes the page's request waiting for it (`answers`, keyed by request id, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -416,10 +417,9 @@ class _Rechecker:
         # A thread of its own: the re-check must not wait behind a backlog of claims.
         check = database_sync_to_async(_recheck, thread_sensitive=False, executor=_HOUSEKEEPING)
         while True:
-            try:
-                await asyncio.wait_for(poked.wait(), recheck_interval())
-            except TimeoutError:
-                pass
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(recheck_interval()):
+                    await poked.wait()
             poked.clear()
             owners = hub.owners()
             if not owners:

@@ -15,7 +15,6 @@ directory and the file of what it judges), `AgentConfig`, `Execute`, `Collect`, 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from runnercli.case.agentconfig.stage import AgentConfig
 from runnercli.case.artifacts.stage import Artifacts
@@ -46,6 +45,7 @@ from runnercli.case.trace.stage import Trace
 from runnercli.case.verify.stage import Verify
 from runnercli.session import JobRun, Session
 from runnercli.slots import Slots
+from runnercli.tasks import ended
 
 
 class Jobs:
@@ -194,12 +194,15 @@ class Jobs:
             return case.reported
         finally:
             self.slots.give_back(job_run)
+            # The heartbeat and the log's pump are both cancelled before either is waited for,
+            # and the case leaves the roster even when this task is cancelled meanwhile.
             heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeat
-            await log.close(flush=False)
-            session.running.pop(job.job_id, None)
-            session.show()
+            try:
+                await log.close(flush=False)
+                await ended(heartbeat)
+            finally:
+                session.running.pop(job.job_id, None)
+                session.show()
 
     def _over(self, job_run: JobRun) -> None:
         """The case is over; its lease is heartbeaten until the server answers its report,

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 
 from runnercli.client import RunnerClient, ServerUnavailable, ToolCallError
 from runnercli.protocol import MAX_LOG_LINE_BYTES, MAX_LOG_TAIL_LINES
+from runnercli.tasks import ended, wait_event
 from runnercli.text.utf8 import clip_utf8
 
 LOG_FLUSH_S = 0.5
@@ -66,8 +66,7 @@ class CaseLog:
 
     async def _pump(self) -> None:
         while not self.refused and not self._closing:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), LOG_FLUSH_S)
+            await wait_event(self._wake, LOG_FLUSH_S)
             self._wake.clear()
             await self.flush()
 
@@ -105,8 +104,7 @@ class CaseLog:
                 self._wake.set()
             else:
                 self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await ended(self._task)
         if flush:
             await self.flush()
 
@@ -119,8 +117,7 @@ class CaseLog:
             if self._task is not None:
                 self._task.cancel()
         if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await ended(self._task)
         if self.refused:
             return []
         if self.dropped:

@@ -15,6 +15,7 @@ from typing import Any
 
 from runnercli.case.argv import StartError
 from runnercli.case.pipeline import EndStatus
+from runnercli.tasks import within
 
 # Time a process group gets between SIGTERM and SIGKILL when its timeout passes.
 TERM_GRACE_S = 2.0
@@ -94,7 +95,7 @@ async def _end_group(proc: asyncio.subprocess.Process, grace_s: float) -> None:
     if grace_s > 0:
         signal_group(proc, signal.SIGTERM)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(_exited(proc), grace_s)
+            await within(_exited(proc), grace_s)
     signal_group(proc, KILL)
     await _exited(proc)
 
@@ -102,7 +103,7 @@ async def _end_group(proc: asyncio.subprocess.Process, grace_s: float) -> None:
 async def reap(proc: asyncio.subprocess.Process, timeout_s: float = DRAIN_S) -> None:
     """Wait a little for a killed leader to be gone (no zombie left behind)."""
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(_exited(proc), timeout_s)
+        await within(_exited(proc), timeout_s)
 
 
 async def spawn(argv: list[str], env: dict[str, str], workdir: str) -> asyncio.subprocess.Process:

@@ -24,6 +24,7 @@ from typing import Any
 from runnercli.config import CONFIG_ENV, TOKEN_ENV
 from runnercli.console.terminal import clean
 from runnercli.protocol import MAX_FINGERPRINT_TOOLS, MAX_TOOL_VERSION_CHARS, CaseJob
+from runnercli.tasks import within
 
 PROBE_TIMEOUT_S = 5.0
 # The programs that answer for a tool, in order of preference.
@@ -113,14 +114,14 @@ async def probe(program: str, timeout_s: float = PROBE_TIMEOUT_S) -> str:
     except OSError as exc:
         return clean(f"(cannot start: {exc.strerror or exc})")[:MAX_TOOL_VERSION_CHARS]
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
+        out, _ = await within(proc.communicate(), timeout_s)
     except TimeoutError:
         return f"(no answer within {timeout_s:g}s)"
     finally:
         # The tool, and anything it started, goes: a version probe leaves nothing behind.
         _end(proc)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(proc.wait(), REAP_S)
+            await within(proc.wait(), REAP_S)
     if proc.returncode != 0:
         return f"(exit {proc.returncode})"
     return version_of(out.decode("utf-8", errors="replace"))

@@ -26,6 +26,7 @@ from runnercli.laptop.power import OnBattery, PowerState, PowerWatcher, pause_re
 from runnercli.laptop.state import StateFile
 from runnercli.laptop.updates import update_advice
 from runnercli.session import Session
+from runnercli.tasks import wait_event
 
 # How often the report and the roster are brought up to date: a changed status reaches the
 # roster within this, plus one call.
@@ -94,8 +95,7 @@ class Laptop:
         await self.power.check()
         stop = self.session.stop
         while not self.on_ac.is_set() and not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), POWER_POLL_S)
+            await wait_event(stop, POWER_POLL_S)
             await self.power.check()
 
     # ---- updates

@@ -22,6 +22,7 @@ from runnercli.console.status import StatusLine
 from runnercli.options import RunOptions
 from runnercli.submit.options import Options
 from runnercli.submit.run import Follow, announce, say, start_args, verdict
+from runnercli.tasks import within
 
 HERE_WAIT_MS = 10_000
 
@@ -56,7 +57,7 @@ async def run_here(api: PersonalApi, options: Options) -> int:
                     pull.request_stop()
                     pull.request_stop()
                     with contextlib.suppress(Exception):
-                        await asyncio.wait_for(task, 30)
+                        await within(task, 30)
         return await verdict(api, options, finished)
     finally:
         await api.call("revoke_runner", runner_id=paired["id"])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
 from typing import Any
 
@@ -18,6 +17,7 @@ from runnercli.submit.options import (
     SIGNIFICANT_REGRESSION,
     Options,
 )
+from runnercli.tasks import wait_event
 
 TERMINAL = ("succeeded", "failed", "canceled")
 
@@ -74,8 +74,7 @@ class Follow:
                 say("✗ the runner of this machine stopped; canceling the run")
                 self.stop.set()
                 continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stop.wait(), self.options.poll_s)
+            await wait_event(self.stop, self.options.poll_s)
 
     def _progress(self, run: dict[str, Any]) -> None:
         s = run["summary"]

@@ -4,12 +4,12 @@ source, and the patience with a server out of reach."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from dataclasses import dataclass
 
 from runnercli.case.artifacts.shelf import Source
 from runnercli.client.backoff import Backoff
+from runnercli.tasks import wait_event
 
 UPLOAD_BACKOFF_CAP_S = 10.0
 # A server that keeps moving the resume point without progress is not followed for ever.
@@ -56,6 +56,5 @@ class Waiting:
         if self.abort.is_set() or time.monotonic() > self.deadline:
             return False
         delay = min(self.backoff.next_delay(), max(0.0, self.deadline - time.monotonic()))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.abort.wait(), delay)
+        await wait_event(self.abort, delay)
         return not self.abort.is_set()

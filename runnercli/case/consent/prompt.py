@@ -33,6 +33,7 @@ from runnercli.console.status import StatusLine
 from runnercli.console.terminal import clean, quote_arg, quote_argv
 from runnercli.protocol import CaseJob
 from runnercli.protocol.presets import bypassing
+from runnercli.tasks import cancel_and_wait
 
 BACKGROUND_RETRY_S = 0.5
 Answer = Literal["once", "always", "no", "timeout", "eof", "interrupted"]
@@ -164,9 +165,7 @@ async def first_of(
         for watcher in watchers:
             watcher.cancel()
         if not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
     if task.done() and not task.cancelled():
         return True, task.result()
     return False, None

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from runnercli.client import RunnerClient, ToolCallError
 from runnercli.protocol import Ack, ResultReport
+from runnercli.tasks import cancel_and_wait
 
 # A result ready to send, and the future its case awaits the ack on.
 _Waiting = tuple[ResultReport, asyncio.Future[Ack]]
@@ -50,13 +50,13 @@ class ResultSender:
 
     async def close(self) -> None:
         """Stop sending; whoever still awaits an ack is canceled."""
-        if self._pump is not None:
-            self._pump.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._pump
-        for _, future in [*self._sending, *self._queue]:
-            future.cancel()
-        self._sending, self._queue = [], []
+        try:
+            if self._pump is not None:
+                await cancel_and_wait(self._pump)
+        finally:
+            for _, future in [*self._sending, *self._queue]:
+                future.cancel()
+            self._sending, self._queue = [], []
 
     async def _drain(self) -> None:
         if self.gather_s > 0 and len(self._queue) < self.client.limits.max_results_per_call:

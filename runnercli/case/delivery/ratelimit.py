@@ -13,7 +13,6 @@ Claude plan limit").
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import json
@@ -32,6 +31,7 @@ from runnercli.console.status import shorten
 from runnercli.protocol import CaseResult, RetryOn
 from runnercli.protocol.agents import AGENT_CLIS
 from runnercli.session import JobRun, Session
+from runnercli.tasks import wait_event
 
 # A tool that says it is rate limited without saying for how long: try again in five
 # minutes (a plan's window is minutes to hours; a minute would mostly be refused again).
@@ -228,8 +228,7 @@ class Pauses:
             if remaining <= 0:
                 break
             self.session.show()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.session.stop.wait(), min(remaining, PAUSE_BEAT_S))
+            await wait_event(self.session.stop, min(remaining, PAUSE_BEAT_S))
             with contextlib.suppress(RunnerError):  # the next lease call says what is wrong
                 await self.session.client.hello(
                     capabilities=self.session.options.capabilities,

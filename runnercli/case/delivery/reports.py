@@ -18,7 +18,6 @@ next start.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable
 
@@ -38,6 +37,7 @@ from runnercli.protocol import (
     names_missing_artifact,
 )
 from runnercli.session import JobRun, Session
+from runnercli.tasks import wait_event
 
 # The longest wait between two sends of a result: how late it lands after an outage.
 DELIVERY_BACKOFF_CAP_S = 30.0
@@ -173,8 +173,7 @@ class Delivery:
                     f"{title}: result not delivered yet ({shorten(str(exc))}), "
                     f"retrying in {delay:.1f}s"
                 )
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.session.abort.wait(), delay)
+                await wait_event(self.session.abort, delay)
                 continue
             except ToolCallError:
                 await self._spool_drop(report)

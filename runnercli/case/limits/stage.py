@@ -12,7 +12,6 @@ case's log how far it got.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 
 from runnercli.case.limits.meter import Meter
@@ -20,6 +19,7 @@ from runnercli.case.pipeline import CaseContext, Given, Stage
 from runnercli.case.trace.stage import TRACE_FILE, TRACE_FILE_ENV
 from runnercli.case.trace.tracefile import TraceFileFollower
 from runnercli.protocol.verifying import Stopped
+from runnercli.tasks import cancel_and_wait
 
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 STREAMS = ("claude-stream-json", "codex-jsonl")
@@ -78,9 +78,7 @@ class Limits(Stage):
     async def _stop_following(self) -> None:
         task, self.task = self.task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
 
     def _stopped(self) -> bool:
         return self.case is None or self.case.stop_agent.is_set()

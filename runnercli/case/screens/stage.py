@@ -19,7 +19,6 @@ making and removing a directory for every case costs milliseconds on some filesy
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import hashlib
 import os
@@ -34,6 +33,7 @@ from runnercli.case.screens.watcher import Frame, ScreenWatcher, Skipped
 from runnercli.case.trace.events import now_ms
 from runnercli.client import RunnerClient, ServerUnavailable, ToolCallError
 from runnercli.protocol import RAW_UPLOAD_MIN_BYTES, BlobRef, JobFence
+from runnercli.tasks import ended, wait_event
 
 SCREEN_DIR_ENV = "EVERDICT_SCREEN_DIR"
 TICK_S = 0.2
@@ -150,8 +150,7 @@ class Screens(Stage):
         task.cancel()
         if self.looking:
             # Mid-look: over before the last look begins, its frame sent or not.
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await ended(task)
         # Otherwise it waits for its next tick: cancelled there, nothing to wait for.
 
     async def _watch(self, case: CaseContext, watcher: ScreenWatcher) -> None:
@@ -161,8 +160,7 @@ class Screens(Stage):
                 await self._look(case, watcher)
             finally:
                 self.looking = False
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(case.exited.wait(), self.tick_s)
+            await wait_event(case.exited, self.tick_s)
 
     async def _look(
         self, case: CaseContext, watcher: ScreenWatcher, now: int | None = None

@@ -8,6 +8,8 @@ import contextlib
 import os
 from urllib.parse import urlsplit
 
+from runnercli.tasks import within
+
 DEFAULT_HOST = "unix:///var/run/docker.sock"
 PING_TIMEOUT_S = 3.0
 
@@ -47,7 +49,7 @@ async def daemon_problem(timeout_s: float = PING_TIMEOUT_S) -> str | None:
     if os.environ.get("DOCKER_TLS_VERIFY"):
         return await _ping_with_sdk(host, timeout_s)
     try:
-        return await asyncio.wait_for(_ping(host), timeout_s)
+        return await within(_ping(host), timeout_s)
     except TimeoutError:
         return f"no Docker daemon answered at {host} within {timeout_s:g}s"
     except OSError as exc:

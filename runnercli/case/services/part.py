@@ -5,7 +5,6 @@ topology stopped when the runner leaves."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -18,6 +17,7 @@ from runnercli.case.services.registry import Topologies
 from runnercli.case.services.runtime import Runtime
 from runnercli.console.status import StatusLine
 from runnercli.options import RunOptions
+from runnercli.tasks import cancel_and_wait
 
 
 class RunnerServices:
@@ -62,10 +62,11 @@ class RunnerServices:
         task.add_done_callback(lambda _: None)
 
     async def close(self) -> None:
-        if self._presence_task is not None:
-            self._presence_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._presence_task
-        if self.topologies.table or self.topologies.cases:
-            self.status.event("stopping services…")
-        await self.topologies.close()
+        """Stop watching for Docker, then every service (even when cancelled meanwhile)."""
+        try:
+            if self._presence_task is not None:
+                await cancel_and_wait(self._presence_task)
+        finally:
+            if self.topologies.table or self.topologies.cases:
+                self.status.event("stopping services…")
+            await self.topologies.close()

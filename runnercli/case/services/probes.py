@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 
 from runnercli.case.services.ports import HOST
 from runnercli.protocol import ReadyProbe
+from runnercli.tasks import within
 
 ATTEMPT_TIMEOUT_S = 2.0
 FIRST_PAUSE_S = 0.02
@@ -49,7 +50,7 @@ async def _tcp_open(port: int, *, proxied: bool) -> bool:
         if not proxied:
             return True
         try:
-            first = await asyncio.wait_for(reader.read(1), PROXY_CLOSE_S)
+            first = await within(reader.read(1), PROXY_CLOSE_S)
         except TimeoutError:
             return True  # open and silent: a server waiting for its client
         return first != b""  # closed at once: the proxy, with nothing behind it
@@ -63,9 +64,9 @@ async def probe_once(probe: ReadyProbe, port: int, *, proxied: bool = False) -> 
     """None when the probe answers as asked; else what it got."""
     try:
         if probe.http is not None:
-            status = await asyncio.wait_for(_http_status(port, probe.http), ATTEMPT_TIMEOUT_S)
+            status = await within(_http_status(port, probe.http), ATTEMPT_TIMEOUT_S)
             return None if status == probe.status else f"answered {status or 'no HTTP status'}"
-        opened = await asyncio.wait_for(_tcp_open(port, proxied=proxied), ATTEMPT_TIMEOUT_S)
+        opened = await within(_tcp_open(port, proxied=proxied), ATTEMPT_TIMEOUT_S)
         return None if opened else "the connection was closed at once"
     except TimeoutError:
         return "no answer"

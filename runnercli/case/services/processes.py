@@ -20,6 +20,7 @@ from runnercli.case.input import CASE_ENV, CASE_FILE_ENV
 from runnercli.case.services.errors import ServiceError
 from runnercli.case.services.records import ProcessRecord, Records, process_start
 from runnercli.config import CONFIG_ENV, TOKEN_ENV
+from runnercli.tasks import within
 
 STOP_GRACE_S = 5.0
 TAIL_BYTES = 64 * 1024
@@ -131,10 +132,10 @@ class ProcessService:
         if proc is not None:
             signal_group(proc.pid, signal.SIGTERM)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(proc.wait(), grace_s)
+                await within(proc.wait(), grace_s)
             signal_group(proc.pid, KILL)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(proc.wait(), grace_s)
+                await within(proc.wait(), grace_s)
         self.records.forget(self.record)
 
 

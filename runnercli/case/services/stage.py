@@ -14,13 +14,13 @@ are stopped).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
 from runnercli.case.pipeline import CaseContext, CaseEnded, Failed, Given, Stage
 from runnercli.case.services import NoDocker, ServiceError, Topologies, Topology, Where
 from runnercli.case.services.registry import scoped
+from runnercli.tasks import cancel_and_wait
 
 # Lines of each service's log a case's log gets, of those written while it ran.
 CASE_LOG_LINES = 50
@@ -106,15 +106,15 @@ class Services(Stage):
                     case.note(f"[service {name}] {line}")
 
     async def cleanup(self, case: CaseContext) -> None:
-        if self.watch is not None:
-            self.watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.watch
-        self._fingerprint(case)
-        if self.shared is not None:
-            self.topologies.release(case.job, self.shared)
-        if self.own is not None:
-            await self.topologies.stop_case(self.own)
+        try:
+            if self.watch is not None:
+                await cancel_and_wait(self.watch)
+        finally:
+            self._fingerprint(case)
+            if self.shared is not None:
+                self.topologies.release(case.job, self.shared)
+            if self.own is not None:
+                await self.topologies.stop_case(self.own)
 
     def _fingerprint(self, case: CaseContext) -> None:
         """Each container service's image in the result's fingerprint (`Collect`, which

@@ -31,6 +31,7 @@ from runnercli.case.services.ports import url_of
 from runnercli.case.services.probes import NotReady, wait_ready
 from runnercli.case.services.runtime import Runtime
 from runnercli.protocol import CaseJob, ImageFingerprint, ServiceSpec
+from runnercli.tasks import cancel_and_wait
 
 MONITOR_S = 0.5
 
@@ -198,17 +199,17 @@ class Topology:
             return
         self.stopped = True
         monitor = self._monitor
-        if monitor is not None and monitor is not asyncio.current_task():
-            monitor.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await monitor
-        results = await asyncio.gather(
-            *(service.stop() for service in self.services.values()), return_exceptions=True
-        )
-        if self.network is not None:
-            with contextlib.suppress(Exception):
-                await self.runtime.engine.remove_network(self.network)
-        await self.places.remove()
+        try:
+            if monitor is not None and monitor is not asyncio.current_task():
+                await cancel_and_wait(monitor)
+        finally:
+            results = await asyncio.gather(
+                *(service.stop() for service in self.services.values()), return_exceptions=True
+            )
+            if self.network is not None:
+                with contextlib.suppress(Exception):
+                    await self.runtime.engine.remove_network(self.network)
+            await self.places.remove()
         for result in results:
             if isinstance(result, Exception):
                 self.runtime.say(f"⚠ stopping services of {self.title}: {result}")

@@ -27,6 +27,7 @@ from runnercli.config import mcp_url
 from runnercli.protocol import TraceEvent
 from runnercli.protocol.jsonl import json_lines
 from runnercli.session import Session
+from runnercli.tasks import wait_event, within
 
 SUFFIX = ".trace.jsonl"
 # How long `close` waits for what is left to go before leaving it on disk.
@@ -79,7 +80,7 @@ class TraceOutbox:
             return
         self._wake.set()
         with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.shield(self._task), patience_s)
+            await within(asyncio.shield(self._task), patience_s)
         self._task.cancel()
         with contextlib.suppress(BaseException):
             await self._task
@@ -101,8 +102,7 @@ class TraceOutbox:
                 self._forget(kept)
                 continue
             self._wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), RETRY_S)
+            await wait_event(self._wake, RETRY_S)
 
     async def _send(self, kept: Kept) -> bool:
         """Whether the server holds the trace now (or refused it for good)."""

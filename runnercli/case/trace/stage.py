@@ -14,7 +14,6 @@ the output, nothing is sent.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 
 from runnercli.case.pipeline import CaseContext, Given, Stage
@@ -22,6 +21,7 @@ from runnercli.case.trace import StreamParser, TraceBatcher, TraceFileFollower, 
 from runnercli.case.trace.outbox import TraceOutbox
 from runnercli.case.trace.sender import TraceSender
 from runnercli.client import RunnerClient
+from runnercli.tasks import ended, wait_event
 
 TRACE_FILE = "trace.jsonl"
 TRACE_FILE_ENV = "EVERDICT_TRACE_FILE"
@@ -117,8 +117,7 @@ class Trace(Stage):
                 await sender.send_ready()
             finally:
                 self.sending = False
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(case.exited.wait(), self.tick_s)
+            await wait_event(case.exited, self.tick_s)
 
     async def _close(self, case: CaseContext, patience_s: float) -> None:
         """Read what is left, close the trace, and send it (or hand it to the outbox)."""
@@ -133,8 +132,7 @@ class Trace(Stage):
             task.cancel()
             if self.sending:
                 # Mid-send: its batch is answered (or not) before the rest is read.
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                await ended(task)
             # Otherwise it waits for its next tick: cancelled there, nothing to wait for.
         sender = self.sender
         if sender is None or self.follower is None:
