@@ -32,6 +32,7 @@ from runnercli.laptop.updates import upgrade_message
 from runnercli.protocol import FAIL_MESSAGE_CHARS, PROTOCOL_VERSION, CaseJob, Lease
 from runnercli.session import JobRun, Session
 from runnercli.slots import Slots
+from runnercli.tasks import cancel_and_wait
 
 
 class Leaser:
@@ -140,9 +141,8 @@ class Leaser:
         for waiter in waits - {call}:
             waiter.cancel()
         if not call.done():
-            call.cancel()
-            with contextlib.suppress(BaseException):
-                await call
+            with contextlib.suppress(Exception):
+                await cancel_and_wait(call)
             return LeaseBatch()
         try:
             reply = call.result()

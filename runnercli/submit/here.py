@@ -55,7 +55,7 @@ async def run_here(api: PersonalApi, options: Options) -> int:
                     finished = await Follow(api, options, run["id"]).wait(watch=task)
                 finally:
                     pull.request_stop()
-                    pull.request_stop()
+                    pull.request_stop()  # the second hands back what still runs
                     with contextlib.suppress(Exception):
                         await within(task, 30)
         return await verdict(api, options, finished)

@@ -18,6 +18,7 @@ from runnercli.case.services.places import Where
 from runnercli.case.services.runtime import Runtime
 from runnercli.case.services.topology import Topology
 from runnercli.protocol import CaseJob, ServiceSpec
+from runnercli.tasks import ended
 
 IDLE_S = 300.0
 
@@ -167,9 +168,13 @@ class Topologies:
                 held.idle.cancel()
             # A start still waiting on a probe is cut short: it stops what it started.
             held.starting.cancel()
-            with contextlib.suppress(BaseException):
-                await held.starting
-        stops = [held.topology.stop() for held in helds]
-        stops += [topology.stop() for topology in list(self.cases)]
-        self.cases.clear()
-        await asyncio.gather(*stops, *self._background, return_exceptions=True)
+        try:
+            for held in helds:
+                with contextlib.suppress(Exception):
+                    await ended(held.starting)
+        finally:
+            # Every service stops, even when this close is cancelled meanwhile.
+            stops = [held.topology.stop() for held in helds]
+            stops += [topology.stop() for topology in list(self.cases)]
+            self.cases.clear()
+            await asyncio.gather(*stops, *self._background, return_exceptions=True)

@@ -27,7 +27,7 @@ from runnercli.config import mcp_url
 from runnercli.protocol import TraceEvent
 from runnercli.protocol.jsonl import json_lines
 from runnercli.session import Session
-from runnercli.tasks import wait_event, within
+from runnercli.tasks import cancel_and_wait, wait_event
 
 SUFFIX = ".trace.jsonl"
 # How long `close` waits for what is left to go before leaving it on disk.
@@ -79,11 +79,9 @@ class TraceOutbox:
         if self._task is None:
             return
         self._wake.set()
-        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-            await within(asyncio.shield(self._task), patience_s)
-        self._task.cancel()
-        with contextlib.suppress(BaseException):
-            await self._task
+        await asyncio.wait([self._task], timeout=patience_s)
+        with contextlib.suppress(Exception):  # a send's error was said where it happened
+            await cancel_and_wait(self._task)
 
     @property
     def waiting(self) -> int:
