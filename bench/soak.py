@@ -226,6 +226,22 @@ class Soak(Chaos):
                 max_concurrent=slots,
                 wait_ms=self.config.wait_ms,
             )
+        self._wait_connected()
+
+    def _wait_connected(self, timeout_s: float = 180) -> None:
+        """Every runner connected before the first case goes out: on a slow machine, starting
+        20 runner processes on two cores takes longer than the idle timeout, and a job queued
+        that long before any runner was seen is rightly ended `no_runner`."""
+        assert self.cluster is not None
+        deadline = time.monotonic() + timeout_s
+        for runner in self.cluster.runners:
+            proc = runner.proc
+            assert proc is not None
+            while "connected to" not in proc.log.read_text(errors="replace"):
+                if proc.popen.poll() is not None or time.monotonic() > deadline:
+                    tail = proc.log.read_text(errors="replace")[-3000:]
+                    raise RuntimeError(f"{runner.label} did not connect:\n{tail}")
+                time.sleep(0.05)
 
     def _dispatch(self) -> None:
         assert self.cluster is not None
